@@ -1,0 +1,61 @@
+"""cortex: an embedded memory engine for AI agents.
+
+    import cortex
+    with cortex.open("agent-store", actor="agent-ops-1") as c:
+        uri = c.write(cortex.Fact(statement="...", subject="...", predicate="..."),
+                      frames=[cortex.Frame("acquire", "service", "gpu_inference")])
+        bundle = c.context(verb="acquire", objects={"service": "gpu_inference"})
+
+Everything not in `__all__` is private and may change.
+"""
+
+from .context import Bundle, ContextOpts
+from .core import Cortex, Write, open
+from .errors import *  # noqa: F403 - every error class is public
+from .errors import __all__ as _errors
+from .memory import Memory
+from .model import (
+    Belief,
+    Capability,
+    Constraint,
+    Event,
+    Fact,
+    Frame,
+    Goal,
+    Identity,
+    MemoryType,
+    ObjKind,
+    Pattern,
+    Preference,
+    Tier,
+    Verb,
+)
+from .salience import Score, Weights
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "open",
+    "Cortex",
+    "Identity",
+    "Fact",
+    "Preference",
+    "Belief",
+    "Event",
+    "Goal",
+    "Constraint",
+    "Capability",
+    "Pattern",
+    "Frame",
+    "Write",
+    "ContextOpts",
+    "Bundle",
+    "Memory",
+    "Score",
+    "Weights",
+    "MemoryType",
+    "Verb",
+    "ObjKind",
+    "Tier",
+    *_errors,
+]

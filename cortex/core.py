@@ -1,0 +1,704 @@
+"""`cortex.open()` and the `Cortex` handle: the write path, the read path, and the
+store's upkeep (`verify`, `rebuild`).
+
+Every public call validates all of its input before it takes the lock, then builds
+one batch of puts and deletes (canonical records, derived index entries, salience,
+journal entries, journal head) and writes it atomically. A rejected call writes
+nothing, so the root is unchanged.
+
+Concurrency: one writer process per store (RocksDB's lock). Inside a process a
+readers-writer lock serialises writes and lets reads run together, and every read
+that needs a consistent view of several keys (a `context()` scans indexes, then
+reads records) holds the read side for its whole duration. rocksdict snapshots
+cannot isolate scans (ROCKSDB-NOTES trap 2), so this lock is the guarantee. A
+`mode="r"` handle is a RocksDB secondary instance: its view moves only when it
+catches up with the writer, which it does under the write side of its own lock.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from . import index
+from .index import by_type, entry
+from .errors import (
+    ActorMismatch,
+    CorruptRecord,
+    MemoryTombstoned,
+    NotFound,
+    ReadOnlyStore,
+    StoreClosed,
+    StoreLocked,
+    TypeMismatch,
+    ValidationError,
+)
+from .forms import DEFAULT_ENCODING, Tokenizer, build_forms, check_forms
+from .ids import IdGenerator, URI, decode_id, encode_id, parse_uri
+from .journal import Entry, JournalHead, append, chain
+from .memory import Memory, from_head
+from .model import (
+    Frame,
+    MemoryData,
+    MemoryType,
+    check_data,
+    check_datetime,
+    check_frames,
+    check_int,
+    check_number,
+    check_tags,
+    check_text,
+    is_pinned,
+    to_micros,
+)
+from .salience import score as salience
+from .salience.score import DEFAULT_WEIGHTS, Score, Weights
+from .store import (
+    HEAD_PREFIX,
+    JOURNAL_PREFIX,
+    KV,
+    META_ACTOR,
+    META_JOURNAL,
+    META_PREFIX,
+    META_SCHEMA,
+    META_TOKENIZER,
+    META_WEIGHTS,
+    SALIENCE_PREFIX,
+    SCHEMA_VERSION,
+    VERSION_PREFIX,
+    Head,
+    Version,
+    content_hash,
+    head_key,
+    salience_key,
+    unpack,
+    version_key,
+)
+
+MAX_SOURCE_BYTES = 256
+MAX_REASON_BYTES = 1024
+_KNOWN_OPTIONS = {"entropy", "cache_mb"}
+
+
+def _system_clock() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+# ---------------------------------------------------------------------------
+# Write requests
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One memory to write, with the same fields as `Cortex.write()`'s arguments.
+
+    Validates on construction. `expires_at`: after that instant the memory no
+    longer appears in `context()` (it still resolves).
+    """
+
+    data: MemoryData
+    frames: tuple[Frame, ...] = ()
+    tags: tuple[str, ...] = ()
+    importance: int = 0
+    confidence: float = 1.0
+    source: str = "user_input"
+    expires_at: datetime | None = None
+    forms: dict[str, str] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        check_data(self.data)
+        object.__setattr__(self, "frames", check_frames(self.frames))
+        object.__setattr__(self, "tags", check_tags(self.tags))
+        check_int("importance", self.importance, lo=0, hi=10)
+        object.__setattr__(self, "confidence", check_number("confidence", self.confidence, lo=0.0, hi=1.0))
+        check_text("source", self.source, required=True, max_bytes=MAX_SOURCE_BYTES)
+        object.__setattr__(self, "expires_at", check_datetime("expires_at", self.expires_at))
+        object.__setattr__(self, "forms", check_forms(self.forms))
+
+
+# ---------------------------------------------------------------------------
+# Readers-writer lock
+
+
+class _RWLock:
+    """Many readers or one writer; a waiting writer holds back new readers."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._writer = False
+        self._waiting_writers = 0
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cond:
+            while self._writer or self._waiting_writers:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting_writers += 1
+            while self._writer or self._readers:
+                self._cond.wait()
+            self._waiting_writers -= 1
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
+                self._cond.notify_all()
+
+
+# ---------------------------------------------------------------------------
+# open()
+
+
+def open(
+    path: str | os.PathLike[str],
+    *,
+    actor: str,
+    mode: str = "rw",
+    clock: Callable[[], datetime] | None = None,
+    sync: bool = False,
+    **options: Any,
+) -> Cortex:
+    """Open (mode "rw", creating it if missing) or follow (mode "r") the store at `path`.
+
+    `actor` names the agent that owns the store; opening a store under another actor
+    raises `ActorMismatch`. `clock` returns an aware UTC datetime (default: the
+    system clock). `sync=True` fsyncs every write (survives power loss; the default
+    survives a killed process). Options: `entropy` (a callable like `os.urandom`
+    that supplies the random bits of new ids, for reproducible stores) and
+    `cache_mb` (block cache size, default 1024).
+
+    A second `mode="rw"` open of a store raises `StoreLocked`. `mode="r"` runs
+    beside a writer (in this or another process) as a RocksDB secondary instance
+    and sees new writes after `refresh()` or at the next `context()`.
+    """
+    check_text("actor", actor, required=True, max_bytes=256)
+    if mode not in ("rw", "r"):
+        raise ValidationError("mode", 'must be "rw" or "r"', mode)
+    if clock is not None and not callable(clock):
+        raise ValidationError("clock", "must be a callable returning an aware datetime", clock)
+    if not isinstance(sync, bool):
+        raise ValidationError("sync", "must be a bool", sync)
+    unknown = set(options) - _KNOWN_OPTIONS
+    if unknown:
+        raise ValidationError(sorted(unknown)[0], f"unknown option; known: {', '.join(sorted(_KNOWN_OPTIONS))}")
+    entropy = options.get("entropy")
+    if entropy is not None and not callable(entropy):
+        raise ValidationError("entropy", "must be a callable like os.urandom", entropy)
+    cache_mb = options.get("cache_mb", 1024)
+    check_int("cache_mb", cache_mb, lo=1, hi=1 << 20)
+    path = os.fspath(path)
+    return Cortex(path, actor=actor, mode=mode, clock=clock or _system_clock, sync=sync, entropy=entropy, cache_mb=cache_mb)
+
+
+def _open_kv(path: str, mode: str, cache_mb: int, sync: bool) -> tuple[KV, str | None]:
+    secondary = None
+    try:
+        if mode == "r":
+            if not os.path.exists(os.path.join(path, "CURRENT")):
+                raise NotFound(f"no cortex store at {path!r}")
+            secondary = tempfile.mkdtemp(prefix="cortex-secondary-")
+            return KV(path, read_only_secondary=secondary, cache_bytes=cache_mb << 20), secondary
+        return KV(path, cache_bytes=cache_mb << 20, sync=sync), None
+    except NotFound:
+        raise
+    except Exception as exc:
+        if secondary:
+            shutil.rmtree(secondary, ignore_errors=True)
+        if "lock" in str(exc).lower():
+            raise StoreLocked(
+                f"store {path!r} is open for writing by another process or handle; "
+                'open it with mode="r" to read beside the writer'
+            ) from None
+        raise
+
+
+class Cortex:
+    """An open store. Use `cortex.open()`; close with `close()` or a `with` block."""
+
+    def __init__(self, path: str, *, actor: str, mode: str, clock: Callable[[], datetime], sync: bool, entropy: Callable[[int], bytes] | None, cache_mb: int) -> None:
+        self.path = path
+        self.actor = actor
+        self.mode = mode
+        self._clock = clock
+        self._ids = IdGenerator(entropy)
+        self._lock = _RWLock()
+        self._kv, self._secondary = _open_kv(path, mode, cache_mb, sync)
+        self._closed = False
+        self._files_seen: tuple[Any, ...] = ()
+        try:
+            self._check_or_init_meta()
+        except BaseException:
+            self.close()
+            raise
+        self._tokenizer = Tokenizer(self._meta_text(META_TOKENIZER) or DEFAULT_ENCODING)
+        self._journal = JournalHead.decode(self._kv.get(META_JOURNAL))
+        if mode == "r":
+            self._files_seen = self._files_signature()
+
+    def _meta_text(self, key: bytes) -> str | None:
+        raw = self._kv.get(key)
+        return None if raw is None else raw.decode("utf-8")
+
+    def _check_or_init_meta(self) -> None:
+        stored = self._meta_text(META_ACTOR)
+        if stored is None:
+            if self.mode == "r":
+                raise NotFound(f"{self.path!r} is not a cortex store")
+            self._kv.write({META_ACTOR: self.actor.encode(), META_TOKENIZER: DEFAULT_ENCODING.encode(), META_SCHEMA: str(SCHEMA_VERSION).encode()})
+        elif stored != self.actor:
+            raise ActorMismatch(f"store {self.path!r} belongs to actor {stored!r}, not {self.actor!r}")
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the store. Idempotent; later calls raise `StoreClosed`."""
+        if self._closed:
+            return
+        with self._lock.write():
+            self._closed = True
+            self._kv.close()
+        if self._secondary:
+            shutil.rmtree(self._secondary, ignore_errors=True)
+
+    def __enter__(self) -> Cortex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.mode != "rw":
+            raise ReadOnlyStore('this store was opened with mode="r"; writes need mode="rw"')
+
+    def _now(self) -> datetime:
+        now = check_datetime("clock()", self._clock())
+        if now is None:
+            raise ValidationError("clock()", "must return an aware datetime")
+        return now
+
+    # -- catching up (mode "r") ------------------------------------------------
+
+    def _files_signature(self) -> tuple[Any, ...]:
+        sig = []
+        with os.scandir(self.path) as it:
+            for e in it:
+                if e.name.endswith(".log") or e.name.startswith("MANIFEST") or e.name == "CURRENT":
+                    st = e.stat()
+                    sig.append((e.name, st.st_size, st.st_mtime_ns))
+        return tuple(sorted(sig))
+
+    def refresh(self) -> None:
+        """Catch up with the writer (mode "r"); a no-op in mode "rw"."""
+        self._check_open()
+        if self.mode == "r":
+            with self._lock.write():
+                self._kv.catch_up()
+                self._journal = JournalHead.decode(self._kv.get(META_JOURNAL))
+                self._files_seen = self._files_signature()
+
+    def _catch_up_if_changed(self) -> None:
+        if self.mode == "r" and self._files_signature() != self._files_seen:
+            self.refresh()
+
+    # -- write path ------------------------------------------------------------
+
+    def write(
+        self,
+        data: MemoryData,
+        *,
+        frames: Iterable[Frame] = (),
+        tags: Iterable[str] = (),
+        importance: int = 0,
+        confidence: float = 1.0,
+        source: str = "user_input",
+        expires_at: datetime | None = None,
+        forms: dict[str, str] | None = None,
+    ) -> str:
+        """Write a new memory; return the URI of its version 1."""
+        item = Write(data, frames, tags, importance, confidence, source, expires_at, forms)  # type: ignore[arg-type]
+        return self.write_many([item])[0]
+
+    def write_many(self, items: Iterable[Write]) -> list[str]:
+        """Write many memories in one atomic batch; URIs in item order.
+
+        The clock is read once: every item gets the same `created_at`, and ids
+        ascend in item order.
+        """
+        self._check_writable()
+        batch = list(items) if not isinstance(items, list) else items
+        for i, item in enumerate(batch):
+            if not isinstance(item, Write):
+                raise ValidationError(f"items[{i}]", f"must be a cortex.Write, not {type(item).__name__}", item)
+        if not batch:
+            return []
+        forms = build_forms(self._tokenizer, [(w.data, w.forms) for w in batch])
+        with self._lock.write():
+            self._check_open()
+            now = to_micros(self._now())
+            puts: dict[bytes, bytes | None] = {}
+            journal = self._journal
+            uris = []
+            for item, form in zip(batch, forms):
+                raw_id = self._ids.next(now // 1000)
+                pinned = is_pinned(item.data)
+                head = Head(
+                    type=item.data.TYPE, version=1, created=now, updated=now, frames=item.frames,
+                    tags=item.tags, importance=item.importance, tombstone=None,
+                    expires=to_micros(item.expires_at) if item.expires_at else None,
+                    data=item.data, confidence=item.confidence, source=item.source,
+                    forms=(form.short, form.medium), tokens=(form.short_tokens, form.medium_tokens, form.full_tokens),
+                )
+                version = Version(item.data, now, self.actor, item.confidence, item.source, head.forms, head.tokens, content_hash(item.data))
+                payload = {"id": raw_id, "type": int(head.type), "version": 1, "importance": item.importance, "pinned": pinned}
+                score = salience.apply(None, "write", now, payload)
+                puts[head_key(raw_id)] = head.encode()
+                puts[version_key(raw_id, 1)] = version.encode()
+                puts[salience_key(raw_id)] = score.encode()
+                puts.update(index.entries(raw_id, head, score))
+                journal = append(puts, journal, "write", now, payload)
+                uris.append(str(URI(head.type, raw_id, 1)))
+            self._kv.write(puts)
+            self._journal = journal
+        return uris
+
+    def update(self, uri: str, data: MemoryData) -> str:
+        """Write a new version of a memory (same id, same type); return its URI."""
+        self._check_writable()
+        ref = parse_uri(uri)
+        check_data(data)
+        form = build_forms(self._tokenizer, [(data, None)])[0]
+        with self._lock.write():
+            raw_id, old = self._live_head(ref)
+            if data.TYPE != old.type:
+                raise TypeMismatch("data", f"must be a {old.type.type_name} like the memory; got {type(data).__name__}", data)
+            now = to_micros(self._now())
+            number = old.version + 1
+            head = Head(
+                type=old.type, version=number, created=old.created, updated=now, frames=old.frames,
+                tags=old.tags, importance=old.importance, tombstone=None, expires=old.expires, data=data,
+                confidence=old.confidence, source=old.source, forms=(form.short, form.medium),
+                tokens=(form.short_tokens, form.medium_tokens, form.full_tokens),
+            )
+            version = Version(data, now, self.actor, old.confidence, old.source, head.forms, head.tokens, content_hash(data))
+            self._commit_change(raw_id, old, head, "update", now, {"id": raw_id, "version": number, "pinned": is_pinned(data)}, {version_key(raw_id, number): version.encode()})
+        return str(URI(head.type, raw_id, number))
+
+    def update_head(self, uri: str, *, tags: Iterable[str] | None = None, frames: Iterable[Frame] | None = None, importance: int | None = None) -> None:
+        """Change a memory's tags, frames or importance without a new version."""
+        self._check_writable()
+        ref = parse_uri(uri)
+        if tags is None and frames is None and importance is None:
+            raise ValidationError("update_head", "name at least one of tags, frames, importance")
+        new_tags = None if tags is None else check_tags(tags)
+        new_frames = None if frames is None else check_frames(frames)
+        if importance is not None:
+            check_int("importance", importance, lo=0, hi=10)
+        with self._lock.write():
+            raw_id, old = self._live_head(ref)
+            now = to_micros(self._now())
+            head = Head(
+                type=old.type, version=old.version, created=old.created, updated=old.updated,
+                frames=old.frames if new_frames is None else new_frames,
+                tags=old.tags if new_tags is None else new_tags,
+                importance=old.importance if importance is None else importance,
+                tombstone=None, expires=old.expires, data=old.data, confidence=old.confidence,
+                source=old.source, forms=old.forms, tokens=old.tokens,
+            )
+            payload: dict[str, Any] = {"id": raw_id, "importance": importance}
+            if new_tags is not None:
+                payload["tags"] = list(new_tags)
+            if new_frames is not None:
+                payload["frames"] = [[int(f.verb), int(f.kind), f.ref] for f in new_frames]
+            self._commit_change(raw_id, old, head, "update_head", now, payload)
+
+    def tombstone(self, uri: str, reason: str) -> None:
+        """Soft-delete a memory: it leaves every tier but stays resolvable. Idempotent:
+        tombstoning a tombstoned memory writes nothing."""
+        self._check_writable()
+        ref = parse_uri(uri)
+        check_text("reason", reason, required=True, max_bytes=MAX_REASON_BYTES)
+        with self._lock.write():
+            raw_id, old = self._head_for(ref)
+            if old.tombstone is not None:
+                return
+            now = to_micros(self._now())
+            head = Head(
+                type=old.type, version=old.version, created=old.created, updated=old.updated, frames=old.frames,
+                tags=old.tags, importance=old.importance, tombstone=(now, reason), expires=old.expires,
+                data=old.data, confidence=old.confidence, source=old.source, forms=old.forms, tokens=old.tokens,
+            )
+            self._commit_change(raw_id, old, head, "tombstone", now, {"id": raw_id, "reason": reason})
+
+    def _commit_change(self, raw_id: bytes, old: Head, head: Head, kind: str, now: int, payload: dict[str, Any], extra: dict[bytes, bytes] | None = None) -> None:
+        """Write a changed head with its salience, index diff and journal entry (write lock held)."""
+        old_score = self._score_record(raw_id)
+        score = salience.apply(old_score, kind, now, payload)
+        before = index.entries(raw_id, old, old_score)
+        after = index.entries(raw_id, head, score)
+        puts: dict[bytes, bytes | None] = {key: None for key in before.keys() - after.keys()}
+        puts.update({key: value for key, value in after.items() if before.get(key) != value})
+        puts[head_key(raw_id)] = head.encode()
+        puts[salience_key(raw_id)] = score.encode()
+        if extra:
+            puts.update(extra)
+        journal = append(puts, self._journal, kind, now, payload)
+        self._kv.write(puts)
+        self._journal = journal
+
+    # -- read path ---------------------------------------------------------------
+
+    def _head_for(self, ref: URI) -> tuple[bytes, Head]:
+        """The head named by a URI: the id must exist with that type and version."""
+        key = head_key(ref.id)
+        raw = self._kv.get(key)
+        if raw is None:
+            raise NotFound(f"no memory {encode_id(ref.id)}")
+        head = Head.decode(key, raw)
+        if head.type != ref.type or ref.version > head.version:
+            raise NotFound(f"no memory {ref}")
+        return ref.id, head
+
+    def _live_head(self, ref: URI) -> tuple[bytes, Head]:
+        raw_id, head = self._head_for(ref)
+        if head.tombstone is not None:
+            raise MemoryTombstoned(f"memory {encode_id(raw_id)} is tombstoned and cannot change")
+        return raw_id, head
+
+    def _score_record(self, raw_id: bytes) -> Score:
+        key = salience_key(raw_id)
+        raw = self._kv.get(key)
+        if raw is None:
+            raise CorruptRecord(key, "missing salience record")
+        try:
+            return Score.decode(raw)
+        except Exception:
+            raise CorruptRecord(key, "bad salience record") from None
+
+    def resolve(self, uri: str) -> Memory:
+        """The memory version a URI names (old versions and tombstoned memories too)."""
+        self._check_open()
+        ref = parse_uri(uri)
+        with self._lock.read():
+            raw_id, head = self._head_for(ref)
+            if ref.version == head.version:
+                return from_head(raw_id, head)
+            key = version_key(raw_id, ref.version)
+            raw = self._kv.get(key)
+            if raw is None:
+                raise CorruptRecord(key, "missing version record")
+            return from_head(raw_id, head, ref.version, Version.decode(key, raw, head.type))
+
+    def resolve_latest(self, id: str) -> Memory:
+        """The current version of the memory with this id (26-character ULID)."""
+        self._check_open()
+        raw_id = decode_id(id)
+        with self._lock.read():
+            key = head_key(raw_id)
+            raw = self._kv.get(key)
+            if raw is None:
+                raise NotFound(f"no memory {id}")
+            return from_head(raw_id, Head.decode(key, raw))
+
+    def memories(self, include_tombstoned: bool = False) -> Iterator[Memory]:
+        """Every memory's current version, in id (= creation) order."""
+        self._check_open()
+        for key, raw in self._kv.scan_items(HEAD_PREFIX):
+            head = Head.decode(key, raw)
+            if include_tombstoned or head.tombstone is None:
+                yield from_head(key[len(HEAD_PREFIX):], head)
+
+    def salience(self, id: str) -> Score:
+        """The salience record of a memory, by id or URI."""
+        self._check_open()
+        raw_id = parse_uri(id).id if isinstance(id, str) and id.startswith("cortex://") else decode_id(id)
+        with self._lock.read():
+            if self._kv.get(head_key(raw_id)) is None:
+                raise NotFound(f"no memory {id}")
+            return self._score_record(raw_id)
+
+    def weights(self) -> Weights:
+        """The store's salience weights (the defaults until feedback moves them)."""
+        self._check_open()
+        raw = self._kv.get(META_WEIGHTS)
+        if raw is None:
+            return DEFAULT_WEIGHTS
+        return Weights(*unpack(META_WEIGHTS, raw))
+
+    def root(self) -> str:
+        """The OverallRoot: hex of the journal's hash chain (64 zeros when empty)."""
+        self._check_open()
+        return self._journal.root.hex()
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by type, live and tombstoned, journal length and root. Scans the type
+        index (about 0.3 µs per memory)."""
+        self._check_open()
+        with self._lock.read():
+            rows = entry.decode_many(list(self._kv.scan_values(by_type.PREFIX)))
+            tombstoned = int(((rows["flags"] & entry.FLAG_TOMBSTONED) != 0).sum())
+            codes, counts = np.unique(rows["type"], return_counts=True)
+            by_kind = {MemoryType(int(code)).type_name: int(count) for code, count in zip(codes, counts)}
+            return {
+                "path": self.path,
+                "actor": self.actor,
+                "mode": self.mode,
+                "memories": int(len(rows)) - tombstoned,
+                "tombstoned": tombstoned,
+                "by_type": by_kind,
+                "journal_seq": self._journal.seq,
+                "root": self._journal.root.hex(),
+                "tokenizer": self._tokenizer.name,
+                "schema_version": SCHEMA_VERSION,
+            }
+
+    # -- upkeep ------------------------------------------------------------------
+
+    def _replay_journal(self, problems: list[str] | None = None) -> tuple[JournalHead, dict[bytes, Score]]:
+        """Fold the whole journal: the chain's head and every memory's salience record."""
+        scores: dict[bytes, Score] = {}
+        head = JournalHead(0, bytes(32))
+        for key, raw in self._kv.scan_items(JOURNAL_PREFIX):
+            try:
+                item = Entry.decode(key, raw)
+            except (CorruptRecord, KeyError, TypeError) as exc:
+                if problems is None:
+                    raise CorruptRecord(key, "bad journal entry") from None
+                problems.append(f"{_show(key)}: corrupt journal entry ({exc})")
+                head = JournalHead(head.seq + 1, chain(head.root, raw))
+                continue
+            if item.seq != head.seq + 1 and problems is not None:
+                problems.append(f"{_show(key)}: journal sequence gap (expected {head.seq + 1})")
+            head = JournalHead(item.seq, chain(head.root, raw))
+            for raw_id in _touched_ids(item):
+                try:
+                    scores[raw_id] = salience.apply(scores.get(raw_id), item.kind, item.at, item.payload)
+                except (AssertionError, ValueError, KeyError, TypeError) as exc:
+                    if problems is None:
+                        raise CorruptRecord(key, f"journal entry cannot be replayed ({exc})") from None
+                    problems.append(f"{_show(key)}: journal entry cannot be replayed ({exc})")
+        return head, scores
+
+    def _expected_derived(self, scores: dict[bytes, Score], problems: list[str] | None) -> dict[bytes, bytes]:
+        expected: dict[bytes, bytes] = {}
+        for key, raw in self._kv.scan_items(HEAD_PREFIX):
+            raw_id = key[len(HEAD_PREFIX):]
+            try:
+                head = Head.decode(key, raw)
+            except CorruptRecord as exc:
+                if problems is None:
+                    raise
+                problems.append(f"{_show(key)}: {exc.detail}")
+                continue
+            score = scores.get(raw_id)
+            if score is None:
+                if problems is not None:
+                    problems.append(f"{_show(key)}: memory has no journal entry")
+                continue
+            expected[salience_key(raw_id)] = score.encode()
+            expected.update(index.entries(raw_id, head, score))
+            if problems is not None:
+                for number in range(1, head.version + 1):
+                    vkey = version_key(raw_id, number)
+                    vraw = self._kv.get(vkey)
+                    if vraw is None:
+                        problems.append(f"{_show(vkey)}: missing version {number} of {encode_id(raw_id)}")
+                    else:
+                        try:
+                            Version.decode(vkey, vraw, head.type)
+                        except CorruptRecord as exc:
+                            problems.append(f"{_show(vkey)}: {exc.detail}")
+        return expected
+
+    def verify(self) -> list[str]:
+        """Check the whole store; return one line per problem (empty when sound).
+
+        Checks the journal chain against the stored root, that every head has all
+        its versions and every record decodes, and that the derived keys (index
+        entries and salience records) are exactly what the canonical keys imply.
+        """
+        self._check_open()
+        problems: list[str] = []
+        with self._lock.read():
+            head, scores = self._replay_journal(problems)
+            stored = JournalHead.decode(self._kv.get(META_JOURNAL))
+            if stored != head:
+                problems.append(f"meta/journal: stored head seq={stored.seq} root={stored.root.hex()} but the journal gives seq={head.seq} root={head.root.hex()}")
+            expected = self._expected_derived(scores, problems)
+            for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX):
+                for key, value in self._kv.scan_items(prefix):
+                    want = expected.pop(key, None)
+                    if want is None:
+                        problems.append(f"{_show(key)}: entry points at no live record")
+                    elif want != value:
+                        problems.append(f"{_show(key)}: stale or corrupt value")
+            for key in sorted(expected):
+                problems.append(f"{_show(key)}: missing entry")
+        return problems
+
+    def rebuild(self) -> None:
+        """Recreate every derived key (indexes, salience) from the canonical keys."""
+        self._check_writable()
+        with self._lock.write():
+            _, scores = self._replay_journal()
+            expected = self._expected_derived(scores, None)
+            puts: dict[bytes, bytes | None] = {}
+            for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX):
+                for key in self._kv.scan_keys(prefix):
+                    if key not in expected:
+                        puts[key] = None
+            puts.update(expected)
+            keys = list(puts)
+            for start in range(0, len(keys), 50_000):
+                self._kv.write({k: puts[k] for k in keys[start : start + 50_000]})
+
+    # -- context -----------------------------------------------------------------
+
+    def context(self, opts: Any = None, **fields: Any) -> Any:
+        """Compose the Bundle for a task: see `cortex.context` and DESIGN §6."""
+        from .context import compose
+
+        return compose(self, opts, fields)
+
+
+def _touched_ids(item: Entry) -> list[bytes]:
+    """The memories a journal entry changes the salience of."""
+    return [item.payload["id"]]
+
+
+_KEY_NAMES = (*index.DERIVED_PREFIXES, SALIENCE_PREFIX, VERSION_PREFIX, HEAD_PREFIX, JOURNAL_PREFIX, META_PREFIX)
+
+
+def _show(key: bytes) -> str:
+    """A stored key as `prefix` + hex of the rest, for problem reports."""
+    for name in _KEY_NAMES:
+        if key.startswith(name):
+            return name.decode() + key[len(name):].hex()
+    return key.hex()

@@ -1,0 +1,98 @@
+"""Memory ids (ULIDs) and URIs.
+
+A ULID is 16 bytes: a 48-bit big-endian millisecond timestamp, then 80 random bits.
+Its text form is 26 characters of Crockford base32, and both forms sort the same
+way, so byte order of ids in keys is their time order. Ids from one generator are
+strictly increasing: within one millisecond (or if the clock steps back) the next id
+is the previous one plus one.
+
+A URI names one version of one memory: `cortex://<TypeName>/<ULID>#<version>`, with
+versions counted from 1. Parsing is strict (upper-case ULID, no `#latest`, no
+version 0): anything else raises `BadURI`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .errors import BadURI
+from .model import MemoryType
+
+ID_BYTES = 16
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_DECODE = {c: i for i, c in enumerate(_ALPHABET)}
+_MAX_VERSION = 2**32 - 1
+_URI_RE = re.compile(r"cortex://([A-Za-z]+)/([0-7][0-9A-HJKMNP-TV-Z]{25})#([1-9][0-9]{0,9})")
+
+
+def encode_id(raw: bytes) -> str:
+    """26-character Crockford base32 text of a 16-byte id."""
+    n = int.from_bytes(raw, "big")
+    return "".join(_ALPHABET[(n >> shift) & 31] for shift in range(125, -1, -5))
+
+
+def decode_id(text: str, field_name: str = "id") -> bytes:
+    """The 16 bytes of a ULID text; `BadURI` if it is not one."""
+    if not isinstance(text, str) or len(text) != 26:
+        raise BadURI(field_name, "must be a 26-character ULID", text)
+    n = 0
+    for ch in text.upper():
+        digit = _DECODE.get(ch)
+        if digit is None:
+            raise BadURI(field_name, f"{ch!r} is not a Crockford base32 digit", text)
+        n = (n << 5) | digit
+    if n >> 128:
+        raise BadURI(field_name, "ULID overflows 128 bits", text)
+    return n.to_bytes(ID_BYTES, "big")
+
+
+class IdGenerator:
+    """Monotonic ULIDs. `entropy(n)` gives n random bytes (default `os.urandom`)."""
+
+    def __init__(self, entropy: Callable[[int], bytes] | None = None) -> None:
+        self._entropy = entropy or os.urandom
+        self._last = 0
+        self._lock = threading.Lock()
+
+    def next(self, millis: int) -> bytes:
+        with self._lock:
+            candidate = (millis << 80) | int.from_bytes(self._entropy(10), "big")
+            if candidate <= self._last:
+                candidate = self._last + 1
+            self._last = candidate
+            return candidate.to_bytes(ID_BYTES, "big")
+
+
+@dataclass(frozen=True, slots=True)
+class URI:
+    type: MemoryType
+    id: bytes
+    version: int
+
+    def __str__(self) -> str:
+        return format_uri(self.type, self.id, self.version)
+
+
+def format_uri(mtype: MemoryType, raw_id: bytes, version: int) -> str:
+    return f"cortex://{mtype.type_name}/{encode_id(raw_id)}#{version}"
+
+
+def parse_uri(text: object, field_name: str = "uri") -> URI:
+    """Strict parse of `cortex://<TypeName>/<ULID>#<version>`."""
+    if not isinstance(text, str):
+        raise BadURI(field_name, f"must be a string, not {type(text).__name__}", text)
+    match = _URI_RE.fullmatch(text)
+    if match is None:
+        raise BadURI(field_name, "must look like cortex://<Type>/<ULID>#<version> with version >= 1", text)
+    type_name, ulid, version = match.groups()
+    try:
+        mtype = MemoryType.from_type_name(type_name)
+    except Exception:
+        raise BadURI(field_name, f"unknown memory type {type_name!r}", text) from None
+    if int(version) > _MAX_VERSION:
+        raise BadURI(field_name, "version out of range", text)
+    return URI(mtype, decode_id(ulid, field_name), int(version))

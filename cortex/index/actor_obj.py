@@ -1,0 +1,25 @@
+"""`idx/actor_obj/<verb1><xxh3_128(ref)16><created8><id16>`: Events by (verb, object ref).
+
+Event memories only, one entry per distinct (verb, ref) among a live Event's frames
+(the object kind plays no part). Keys under one (verb, ref) sort by creation time,
+so the outcomes tier reads them backwards, newest first.
+"""
+
+from __future__ import annotations
+
+from .frame import ref_hash
+
+PREFIX = b"idx/actor_obj/"
+
+
+def prefix(verb: int, ref: str) -> bytes:
+    return PREFIX + bytes([verb]) + ref_hash(ref)
+
+
+def key(verb: int, ref: str, created: int, raw_id: bytes) -> bytes:
+    return prefix(verb, ref) + created.to_bytes(8, "big") + raw_id
+
+
+def created_of(key_bytes: bytes) -> int:
+    """The creation time stored in an entry's key."""
+    return int.from_bytes(key_bytes[-24:-16], "big")

@@ -1,0 +1,23 @@
+"""`idx/frame/<verb1><kind1><xxh3_128(ref)16><id16>`: memories of every type by frame.
+
+One entry per frame of a live (not tombstoned) memory. `context()` scans the prefix
+of each (verb, kind, ref) it is asked about.
+"""
+
+from __future__ import annotations
+
+import xxhash
+
+PREFIX = b"idx/frame/"
+
+
+def ref_hash(ref: str) -> bytes:
+    return xxhash.xxh3_128_digest(ref.encode("utf-8"))
+
+
+def prefix(verb: int, kind: int, ref: str) -> bytes:
+    return PREFIX + bytes([verb, kind]) + ref_hash(ref)
+
+
+def key(verb: int, kind: int, ref: str, raw_id: bytes) -> bytes:
+    return prefix(verb, kind, ref) + raw_id

@@ -1,0 +1,13 @@
+"""`idx/pinned/<id16>`: the pinned tier (every Identity, hard Constraint, active Goal).
+
+Membership is `cortex.model.is_pinned` of the current version; a tombstoned memory
+has no entry.
+"""
+
+from __future__ import annotations
+
+PREFIX = b"idx/pinned/"
+
+
+def key(raw_id: bytes) -> bytes:
+    return PREFIX + raw_id

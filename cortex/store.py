@@ -1,0 +1,297 @@
+"""The store: one RocksDB directory, its canonical keys and records.
+
+This module owns the RocksDB handle (`KV`) and the layout of the canonical keys;
+the derived index keys live in `cortex.index`. All keys are fixed-width byte strings
+with big-endian integers, so byte order is the order scans need.
+
+| key                       | holds                                                    |
+|---------------------------|----------------------------------------------------------|
+| `m/<id16>`                | head: the current version, denormalised (see `Head`)      |
+| `mv/<id16><ver8>`         | an immutable version (see `Version`)                      |
+| `j/<seq8>`                | journal entry (see `cortex.journal`)                      |
+| `sal/<id16>`              | salience record (see `cortex.salience`)                   |
+| `meta/<name>`             | settings, journal head (seq8 + root32), learned weights   |
+
+The head carries a full copy of the current version's data and forms, so that a
+`context()` survivor or a `resolve()` of the current version costs one read.
+
+Invariants kept here:
+
+* Canonical keys are `m/`, `mv/`, `j/` and `meta/journal`; everything else can be
+  recreated from them (`Cortex.rebuild()`).
+* Every change is one `WriteBatch`: a crash leaves all of it or none of it.
+* A `ReadOptions` with an iterate bound stays referenced until its iterator is used
+  up (ROCKSDB-NOTES trap 5): `scan_values` / `scan_items` hold it in their frame.
+* rocksdict 0.3.29's `set_iterate_lower_bound` behaves as an upper bound, so
+  backward scans stop on the prefix themselves instead of using a lower bound.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+from rocksdict import (
+    AccessType,
+    BlockBasedOptions,
+    Cache,
+    DBCompressionType,
+    Options,
+    Rdict,
+    ReadOptions,
+    WriteBatch,
+    WriteOptions,
+)
+
+from .errors import CorruptRecord
+from .model import DATA_CLASSES, Frame, MemoryData, MemoryType, ObjKind, Verb
+
+SCHEMA_VERSION = 1
+
+HEAD_PREFIX = b"m/"
+VERSION_PREFIX = b"mv/"
+JOURNAL_PREFIX = b"j/"
+SALIENCE_PREFIX = b"sal/"
+META_PREFIX = b"meta/"
+
+META_ACTOR = b"meta/actor"
+META_TOKENIZER = b"meta/tokenizer"
+META_SCHEMA = b"meta/schema"
+META_JOURNAL = b"meta/journal"  # seq8 + root32: the journal head
+META_WEIGHTS = b"meta/weights"
+
+
+def head_key(raw_id: bytes) -> bytes:
+    return HEAD_PREFIX + raw_id
+
+
+def version_key(raw_id: bytes, version: int) -> bytes:
+    return VERSION_PREFIX + raw_id + version.to_bytes(8, "big")
+
+
+def journal_key(seq: int) -> bytes:
+    return JOURNAL_PREFIX + seq.to_bytes(8, "big")
+
+
+def salience_key(raw_id: bytes) -> bytes:
+    return SALIENCE_PREFIX + raw_id
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The smallest key greater than every key that starts with `prefix`."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        raise ValueError("a prefix of only 0xff bytes has no end")
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+def pack(value: Any) -> bytes:
+    return msgpack.packb(value, use_bin_type=True)
+
+
+def unpack(key: bytes, raw: bytes) -> Any:
+    """msgpack-decode a stored value; `CorruptRecord` naming the key if it fails."""
+    try:
+        return msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises several unrelated types
+        raise CorruptRecord(key, f"undecodable msgpack ({type(exc).__name__})") from None
+
+
+# ---------------------------------------------------------------------------
+# Records
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """The mutable head of a memory, with a copy of its current version.
+
+    `created` is when version 1 was written and `updated` when the current version
+    was, both in microseconds since the epoch; `tombstone` is `(at, reason)` or None.
+    """
+
+    type: MemoryType
+    version: int
+    created: int
+    updated: int
+    frames: tuple[Frame, ...]
+    tags: tuple[str, ...]
+    importance: int
+    tombstone: tuple[int, str] | None
+    expires: int | None
+    data: MemoryData
+    confidence: float
+    source: str
+    forms: tuple[str, str]
+    tokens: tuple[int, int, int]
+
+    def encode(self) -> bytes:
+        return pack(
+            [
+                int(self.type),
+                self.version,
+                self.created,
+                self.updated,
+                [[int(f.verb), int(f.kind), f.ref] for f in self.frames],
+                list(self.tags),
+                self.importance,
+                list(self.tombstone) if self.tombstone else None,
+                self.expires,
+                self.data.to_record(),
+                self.confidence,
+                self.source,
+                list(self.forms),
+                list(self.tokens),
+            ]
+        )
+
+    @staticmethod
+    def decode(key: bytes, raw: bytes) -> Head:
+        rec = unpack(key, raw)
+        try:
+            mtype = MemoryType(rec[0])
+            return Head(
+                type=mtype,
+                version=rec[1],
+                created=rec[2],
+                updated=rec[3],
+                frames=tuple(Frame(Verb(v), ObjKind(k), ref) for v, k, ref in rec[4]),
+                tags=tuple(rec[5]),
+                importance=rec[6],
+                tombstone=(rec[7][0], rec[7][1]) if rec[7] else None,
+                expires=rec[8],
+                data=DATA_CLASSES[mtype].from_record(rec[9]),
+                confidence=rec[10],
+                source=rec[11],
+                forms=(rec[12][0], rec[12][1]),
+                tokens=(rec[13][0], rec[13][1], rec[13][2]),
+            )
+        except CorruptRecord:
+            raise
+        except Exception as exc:
+            raise CorruptRecord(key, f"bad head record ({type(exc).__name__}: {exc})") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One immutable version of a memory. `content_hash` is sha256 of the data record."""
+
+    data: MemoryData
+    created: int
+    created_by: str
+    confidence: float
+    source: str
+    forms: tuple[str, str]
+    tokens: tuple[int, int, int]
+    content_hash: bytes
+
+    def encode(self) -> bytes:
+        return pack(
+            [
+                self.data.to_record(),
+                self.created,
+                self.created_by,
+                self.confidence,
+                self.source,
+                list(self.forms),
+                list(self.tokens),
+                self.content_hash,
+            ]
+        )
+
+    @staticmethod
+    def decode(key: bytes, raw: bytes, mtype: MemoryType) -> Version:
+        rec = unpack(key, raw)
+        try:
+            return Version(
+                data=DATA_CLASSES[mtype].from_record(rec[0]),
+                created=rec[1],
+                created_by=rec[2],
+                confidence=rec[3],
+                source=rec[4],
+                forms=(rec[5][0], rec[5][1]),
+                tokens=(rec[6][0], rec[6][1], rec[6][2]),
+                content_hash=rec[7],
+            )
+        except Exception as exc:
+            raise CorruptRecord(key, f"bad version record ({type(exc).__name__}: {exc})") from None
+
+
+def content_hash(data: MemoryData) -> bytes:
+    return hashlib.sha256(pack(data.to_record())).digest()
+
+
+# ---------------------------------------------------------------------------
+# The RocksDB handle
+
+
+class KV:
+    """A raw-mode rocksdict handle with the options that paid off (ROCKSDB-NOTES)."""
+
+    def __init__(self, path: str, *, read_only_secondary: str | None = None, cache_bytes: int = 1 << 30, sync: bool = False) -> None:
+        opts = Options(raw_mode=True)
+        opts.create_if_missing(read_only_secondary is None)
+        opts.set_compression_type(DBCompressionType.lz4())
+        table = BlockBasedOptions()
+        table.set_bloom_filter(10, False)
+        table.set_block_cache(Cache(cache_bytes))
+        opts.set_block_based_table_factory(table)
+        if read_only_secondary is not None:
+            opts.set_max_open_files(-1)  # required by secondary instances
+            access = AccessType.secondary(read_only_secondary)
+        else:
+            access = AccessType.read_write()
+        # Passing the options again for "default" makes a reopen use them instead of
+        # the saved OPTIONS file (ROCKSDB-NOTES trap 1).
+        self.db = Rdict(path, opts, column_families={"default": opts}, access_type=access)
+        self._write_opts = WriteOptions()
+        self._write_opts.sync = sync
+
+    def close(self) -> None:
+        self.db.close()
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.db.get(key)
+
+    def multi_get(self, keys: list[bytes]) -> list[bytes | None]:
+        return self.db.get(keys) if keys else []
+
+    def write(self, puts: dict[bytes, bytes | None]) -> None:
+        """Apply puts (value None = delete) as one atomic WriteBatch."""
+        batch = WriteBatch(raw_mode=True)
+        for key, value in puts.items():
+            if value is None:
+                batch.delete(key)
+            else:
+                batch.put(key, value)
+        self.db.write(batch, self._write_opts)
+
+    def scan_values(self, prefix: bytes, start: bytes | None = None) -> Iterator[bytes]:
+        """Values of every key with `prefix` (from `start` if given), in key order."""
+        ro = ReadOptions()
+        ro.set_iterate_upper_bound(prefix_end(prefix))
+        yield from self.db.values(from_key=start or prefix, read_opt=ro)
+
+    def scan_items(self, prefix: bytes, start: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        ro = ReadOptions()
+        ro.set_iterate_upper_bound(prefix_end(prefix))
+        yield from self.db.items(from_key=start or prefix, read_opt=ro)
+
+    def scan_keys(self, prefix: bytes) -> Iterator[bytes]:
+        ro = ReadOptions()
+        ro.set_iterate_upper_bound(prefix_end(prefix))
+        yield from self.db.keys(from_key=prefix, read_opt=ro)
+
+    def scan_items_backward(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """Items with `prefix`, last key first."""
+        for key, value in self.db.items(backwards=True, from_key=prefix_end(prefix)):
+            if not key.startswith(prefix):
+                if key < prefix:
+                    return
+                continue  # from_key itself, when it exists, is past the prefix
+            yield key, value
+
+    def catch_up(self) -> None:
+        self.db.try_catch_up_with_primary()
