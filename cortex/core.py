@@ -50,6 +50,7 @@ from .model import (
     Frame,
     MemoryData,
     MemoryType,
+    check_choice,
     check_data,
     check_datetime,
     check_frames,
@@ -80,7 +81,6 @@ from .store import (
     content_hash,
     head_key,
     salience_key,
-    unpack,
     version_key,
 )
 
@@ -408,7 +408,8 @@ class Cortex:
                 tokens=(form.short_tokens, form.medium_tokens, form.full_tokens),
             )
             version = Version(data, now, self.actor, old.confidence, old.source, head.forms, head.tokens, content_hash(data))
-            self._commit_change(raw_id, old, head, "update", now, {"id": raw_id, "version": number, "pinned": is_pinned(data)}, {version_key(raw_id, number): version.encode()})
+            payload = {"id": raw_id, "version": number, "pinned": is_pinned(data)}
+            self._commit("update", now, payload, {raw_id: (old, head)}, {version_key(raw_id, number): version.encode()})
         return str(URI(head.type, raw_id, number))
 
     def update_head(self, uri: str, *, tags: Iterable[str] | None = None, frames: Iterable[Frame] | None = None, importance: int | None = None) -> None:
@@ -437,7 +438,7 @@ class Cortex:
                 payload["tags"] = list(new_tags)
             if new_frames is not None:
                 payload["frames"] = [[int(f.verb), int(f.kind), f.ref] for f in new_frames]
-            self._commit_change(raw_id, old, head, "update_head", now, payload)
+            self._commit("update_head", now, payload, {raw_id: (old, head)})
 
     def tombstone(self, uri: str, reason: str) -> None:
         """Soft-delete a memory: it leaves every tier but stays resolvable. Idempotent:
@@ -455,23 +456,72 @@ class Cortex:
                 tags=old.tags, importance=old.importance, tombstone=(now, reason), expires=old.expires,
                 data=old.data, confidence=old.confidence, source=old.source, forms=old.forms, tokens=old.tokens,
             )
-            self._commit_change(raw_id, old, head, "tombstone", now, {"id": raw_id, "reason": reason})
+            self._commit("tombstone", now, {"id": raw_id, "reason": reason}, {raw_id: (old, head)})
 
-    def _commit_change(self, raw_id: bytes, old: Head, head: Head, kind: str, now: int, payload: dict[str, Any], extra: dict[bytes, bytes] | None = None) -> None:
-        """Write a changed head with its salience, index diff and journal entry (write lock held)."""
-        old_score = self._score_record(raw_id)
-        score = salience.apply(old_score, kind, now, payload)
-        before = index.entries(raw_id, old, old_score)
-        after = index.entries(raw_id, head, score)
-        puts: dict[bytes, bytes | None] = {key: None for key in before.keys() - after.keys()}
-        puts.update({key: value for key, value in after.items() if before.get(key) != value})
-        puts[head_key(raw_id)] = head.encode()
-        puts[salience_key(raw_id)] = score.encode()
+    def _commit(self, kind: str, now: int, payload: dict[str, Any], heads: dict[bytes, tuple[Head, Head]], extra: dict[bytes, bytes] | None = None) -> None:
+        """Write one journal entry's change (write lock held): the new heads, their
+        salience records and index diffs, learned weights, and the journal head."""
+        old_scores = {raw_id: self._score_record(raw_id) for raw_id in heads}
+        weights_before = self._weights_locked()
+        weights, scores = salience.step(weights_before, dict(old_scores), kind, now, payload)
+        puts: dict[bytes, bytes | None] = {}
+        for raw_id, (old, head) in heads.items():
+            before = index.entries(raw_id, old, old_scores[raw_id])
+            after = index.entries(raw_id, head, scores[raw_id])
+            puts.update({key: None for key in before.keys() - after.keys()})
+            puts.update({key: value for key, value in after.items() if before.get(key) != value})
+            if head is not old:
+                puts[head_key(raw_id)] = head.encode()
+            puts[salience_key(raw_id)] = scores[raw_id].encode()
+        if kind == "attest":
+            puts[META_WEIGHTS] = weights.encode()
         if extra:
             puts.update(extra)
         journal = append(puts, self._journal, kind, now, payload)
         self._kv.write(puts)
         self._journal = journal
+
+    def attest(self, cited: Iterable[str], outcome: str, reason: str | None = None) -> None:
+        """Feedback on memories an agent relied on (DESIGN §5).
+
+        `outcome` "success" adds a citation and an access to each cited memory;
+        "failure" with reason "factual_error" or "wrong_assumption" takes a citation
+        away (never below 0). Either way the store's weights learn from the cited
+        memories' profile. Unknown or tombstoned memories raise and write nothing.
+        """
+        self._check_writable()
+        if isinstance(cited, (str, bytes)) or not isinstance(cited, Iterable):
+            raise ValidationError("cited", "must be a list of URIs", cited)
+        refs = [parse_uri(uri, f"cited[{i}]") for i, uri in enumerate(cited)]
+        if not refs:
+            raise ValidationError("cited", "must name at least one memory", cited)
+        check_choice("outcome", outcome, ("success", "failure"))
+        check_text("reason", reason, max_bytes=MAX_REASON_BYTES)
+        with self._lock.write():
+            heads: dict[bytes, tuple[Head, Head]] = {}
+            for ref in refs:
+                raw_id, head = self._live_head(ref)
+                heads.setdefault(raw_id, (head, head))
+            now = to_micros(self._now())
+            self._commit("attest", now, {"ids": list(heads), "outcome": outcome, "reason": reason}, heads)
+
+    def _touch(self, raw_ids: list[bytes]) -> None:
+        """Count an access of each memory (`find(late_binding=True)`); journaled."""
+        with self._lock.write():
+            heads = {}
+            for raw_id in dict.fromkeys(raw_ids):
+                raw = self._kv.get(head_key(raw_id))
+                if raw is not None:
+                    head = Head.decode(head_key(raw_id), raw)
+                    heads[raw_id] = (head, head)
+            if heads:
+                self._commit("access", to_micros(self._now()), {"ids": list(heads)}, heads)
+
+    def find(self, type: Any = None, tags: Iterable[str] = (), where: Any = None, order_by: str = "salience", limit: int | None = None, budget_tokens: int | None = None, form: str | None = None, include_tombstoned: bool = False, scope: Any = None, late_binding: bool = False) -> list[Memory]:
+        """A bounded query over one type or a set of tags: see `cortex.query`."""
+        from .query import find
+
+        return find(self, type=type, tags=tags, where=where, order_by=order_by, limit=limit, budget_tokens=budget_tokens, form=form, include_tombstoned=include_tombstoned, scope=scope, late_binding=late_binding)
 
     # -- read path ---------------------------------------------------------------
 
@@ -547,10 +597,16 @@ class Cortex:
     def weights(self) -> Weights:
         """The store's salience weights (the defaults until feedback moves them)."""
         self._check_open()
+        return self._weights_locked()
+
+    def _weights_locked(self) -> Weights:
         raw = self._kv.get(META_WEIGHTS)
         if raw is None:
             return DEFAULT_WEIGHTS
-        return Weights(*unpack(META_WEIGHTS, raw))
+        try:
+            return Weights.decode(raw)
+        except Exception:
+            raise CorruptRecord(META_WEIGHTS, "bad weights record") from None
 
     def root(self) -> str:
         """The OverallRoot: hex of the journal's hash chain (64 zeros when empty)."""
@@ -581,9 +637,11 @@ class Cortex:
 
     # -- upkeep ------------------------------------------------------------------
 
-    def _replay_journal(self, problems: list[str] | None = None) -> tuple[JournalHead, dict[bytes, Score]]:
-        """Fold the whole journal: the chain's head and every memory's salience record."""
+    def _replay_journal(self, problems: list[str] | None = None) -> tuple[JournalHead, dict[bytes, Score], Weights | None]:
+        """Fold the whole journal: the chain's head, every memory's salience record, and
+        the learned weights (None if no feedback was ever given)."""
         scores: dict[bytes, Score] = {}
+        weights: Weights | None = None
         head = JournalHead(0, bytes(32))
         for key, raw in self._kv.scan_items(JOURNAL_PREFIX):
             try:
@@ -597,14 +655,18 @@ class Cortex:
             if item.seq != head.seq + 1 and problems is not None:
                 problems.append(f"{_show(key)}: journal sequence gap (expected {head.seq + 1})")
             head = JournalHead(item.seq, chain(head.root, raw))
-            for raw_id in _touched_ids(item):
-                try:
-                    scores[raw_id] = salience.apply(scores.get(raw_id), item.kind, item.at, item.payload)
-                except (AssertionError, ValueError, KeyError, TypeError) as exc:
-                    if problems is None:
-                        raise CorruptRecord(key, f"journal entry cannot be replayed ({exc})") from None
-                    problems.append(f"{_show(key)}: journal entry cannot be replayed ({exc})")
-        return head, scores
+            try:
+                before = {i: scores.get(i) for i in salience.touched_ids(item.payload)}
+                learned, after = salience.step(weights or DEFAULT_WEIGHTS, before, item.kind, item.at, item.payload)
+            except (AssertionError, ValueError, KeyError, TypeError) as exc:
+                if problems is None:
+                    raise CorruptRecord(key, f"journal entry cannot be replayed ({exc})") from None
+                problems.append(f"{_show(key)}: journal entry cannot be replayed ({exc})")
+                continue
+            scores.update(after)
+            if item.kind == "attest":
+                weights = learned
+        return head, scores, weights
 
     def _expected_derived(self, scores: dict[bytes, Score], problems: list[str] | None) -> dict[bytes, bytes]:
         expected: dict[bytes, bytes] = {}
@@ -647,7 +709,7 @@ class Cortex:
         self._check_open()
         problems: list[str] = []
         with self._lock.read():
-            head, scores = self._replay_journal(problems)
+            head, scores, weights = self._replay_journal(problems)
             stored = JournalHead.decode(self._kv.get(META_JOURNAL))
             if stored != head:
                 problems.append(f"meta/journal: stored head seq={stored.seq} root={stored.root.hex()} but the journal gives seq={head.seq} root={head.root.hex()}")
@@ -661,15 +723,18 @@ class Cortex:
                         problems.append(f"{_show(key)}: stale or corrupt value")
             for key in sorted(expected):
                 problems.append(f"{_show(key)}: missing entry")
+            stored_weights = self._kv.get(META_WEIGHTS)
+            if stored_weights != (None if weights is None else weights.encode()):
+                problems.append("meta/weights: stored weights differ from the journal's feedback")
         return problems
 
     def rebuild(self) -> None:
         """Recreate every derived key (indexes, salience) from the canonical keys."""
         self._check_writable()
         with self._lock.write():
-            _, scores = self._replay_journal()
+            _, scores, weights = self._replay_journal()
             expected = self._expected_derived(scores, None)
-            puts: dict[bytes, bytes | None] = {}
+            puts: dict[bytes, bytes | None] = {META_WEIGHTS: None if weights is None else weights.encode()}
             for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX):
                 for key in self._kv.scan_keys(prefix):
                     if key not in expected:
@@ -686,11 +751,6 @@ class Cortex:
         from .context import compose
 
         return compose(self, opts, fields)
-
-
-def _touched_ids(item: Entry) -> list[bytes]:
-    """The memories a journal entry changes the salience of."""
-    return [item.payload["id"]]
 
 
 _KEY_NAMES = (*index.DERIVED_PREFIXES, SALIENCE_PREFIX, VERSION_PREFIX, HEAD_PREFIX, JOURNAL_PREFIX, META_PREFIX)

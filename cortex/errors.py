@@ -95,3 +95,14 @@ __all__ = [
     "StoreClosed",
     "CorruptRecord",
 ]
+
+
+class Unbounded(ValidationError):
+    """`find()` without a limit or a token budget."""
+
+
+class TooBroad(ValidationError):
+    """`find()` without a type or a tag to plan from."""
+
+
+__all__ += ["Unbounded", "TooBroad"]

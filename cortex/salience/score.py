@@ -12,9 +12,17 @@ and a pinned-tier member at least `PINNED_FLOOR`. `live_scores` computes it for
 many memories at once from index values; `score_of` for one goes through the same
 code, so both agree to the last bit.
 
-The record changes only through `apply()`, one journal entry at a time: the write
-path calls it for each entry it journals and `rebuild()` folds the whole journal
-through it, which is why both give the same bytes.
+Records change only through `apply()` and the weights only through `learn()`, one
+journal entry at a time: the write path calls them for each entry it journals and
+`rebuild()` folds the whole journal through them, which is why both give the same
+bytes.
+
+Feedback (`attest`): success adds one citation and one access to each cited memory;
+failure with a reason in `CITATION_LOSING_REASONS` takes one citation away (not
+below 0). The weights learn from the cited memories' mean profile (R, A, C, D) at
+the attest time, normalised to sum 1: each weight moves toward it by `LEARNING_RATE`
+of the gap on success, away from it on failure (clamped at 0), and the weights are
+renormalised to sum 1.
 """
 
 from __future__ import annotations
@@ -34,6 +42,10 @@ RECENCY_SCALE_US = 90 * 24 * 3600 * 1_000_000
 _LOG_1001 = math.log(1001.0)
 
 
+LEARNING_RATE = 0.05
+CITATION_LOSING_REASONS = ("factual_error", "wrong_assumption")
+
+
 @dataclass(frozen=True, slots=True)
 class Weights:
     recency: float
@@ -43,6 +55,13 @@ class Weights:
 
     def as_tuple(self) -> tuple[float, float, float, float]:
         return (self.recency, self.access, self.citation, self.importance)
+
+    def encode(self) -> bytes:
+        return msgpack.packb(list(self.as_tuple()))
+
+    @staticmethod
+    def decode(raw: bytes) -> Weights:
+        return Weights(*msgpack.unpackb(raw))
 
 
 DEFAULT_WEIGHTS = Weights(recency=0.25, access=0.15, citation=0.30, importance=0.20)
@@ -83,7 +102,59 @@ def apply(prev: Score | None, kind: str, at: int, payload: dict[str, Any]) -> Sc
         return replace(prev, last_used=when, importance=prev.importance if importance is None else importance)
     if kind == "tombstone":
         return ZERO
+    if kind == "attest":
+        if payload["outcome"] == "success":
+            return replace(prev, access_count=prev.access_count + 1, citations=prev.citations + 1)
+        if payload.get("reason") in CITATION_LOSING_REASONS:
+            return replace(prev, citations=max(0, prev.citations - 1))
+        return prev
+    if kind == "access":
+        return replace(prev, access_count=prev.access_count + 1)
     raise ValueError(f"unknown journal entry kind {kind!r}")
+
+
+def touched_ids(payload: dict[str, Any]) -> list[bytes]:
+    """The memories a journal entry changes the record of."""
+    return list(payload["ids"]) if "ids" in payload else [payload["id"]]
+
+
+def step(weights: Weights, records: dict[bytes, Score | None], kind: str, at: int, payload: dict[str, Any]) -> tuple[Weights, dict[bytes, Score]]:
+    """One journal entry: the new weights and the new records of the memories it touches
+    (`records` holds their records before it)."""
+    if kind == "attest":
+        weights = learn(weights, [records[i] for i in touched_ids(payload)], at, payload["outcome"])  # type: ignore[misc]
+    return weights, {i: apply(records[i], kind, at, payload) for i in touched_ids(payload)}
+
+
+def learn(weights: Weights, cited: list[Score], at: int, outcome: str) -> Weights:
+    """The weights after an attest of `cited` (their records before the attest)."""
+    r, a, c, d = components(
+        np.array([to_micros(s.last_used) for s in cited], dtype=np.int64),
+        np.array([s.access_count for s in cited]),
+        np.array([s.citations for s in cited]),
+        np.array([s.importance for s in cited]),
+        at,
+    )
+    profile = [float(r.mean()), float(a.mean()), float(c.mean()), float(d.mean())]
+    total = sum(profile)
+    if total <= 0:
+        return weights
+    sign = 1.0 if outcome == "success" else -1.0
+    moved = [max(0.0, w + sign * LEARNING_RATE * (p / total - w)) for w, p in zip(weights.as_tuple(), profile)]
+    norm = sum(moved)
+    if norm <= 0:
+        return weights
+    return Weights(*(m / norm for m in moved))
+
+
+def components(last_used: np.ndarray, access: np.ndarray, citations: np.ndarray, importance: np.ndarray, now: int) -> tuple[np.ndarray, ...]:
+    """The (R, A, C, D) profile of many memories at `now` (microseconds)."""
+    age = np.maximum(0, now - last_used.astype(np.int64)).astype(np.float64)
+    r = np.exp(-age / RECENCY_SCALE_US)
+    a = np.minimum(1.0, np.log1p(access.astype(np.float64)) / _LOG_1001)
+    c = np.minimum(1.0, np.log1p(citations.astype(np.float64)) / _LOG_1001)
+    d = importance.astype(np.float64) / 10.0
+    return r, a, c, d
 
 
 def live_scores(
@@ -96,11 +167,7 @@ def live_scores(
     weights: Weights,
 ) -> np.ndarray:
     """Scores of many memories at `now` (microseconds), as float64."""
-    age = np.maximum(0, now - last_used.astype(np.int64)).astype(np.float64)
-    r = np.exp(-age / RECENCY_SCALE_US)
-    a = np.minimum(1.0, np.log1p(access.astype(np.float64)) / _LOG_1001)
-    c = np.minimum(1.0, np.log1p(citations.astype(np.float64)) / _LOG_1001)
-    d = importance.astype(np.float64) / 10.0
+    r, a, c, d = components(last_used, access, citations, importance, now)
     wr, wa, wc, wd = weights.as_tuple()
     total = wr + wa + wc + wd
     score = (wr * r + wa * a + wc * c + wd * d) / total
