@@ -1,0 +1,132 @@
+"""`python -m benchmarks run --memories N --queries Q [--store DIR]`.
+
+Builds the workload store once (reused when DIR already holds one), then measures
+warm `context()` latency over a query mix (p50/p95/p99/max, candidates scored,
+tokens delivered), a cold process (fresh interpreter: import, open, one context(),
+median of 10), bulk and single-write throughput, resolve latency, and bytes per
+memory on disk. Prints a summary and writes a JSON report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import cortex
+from cortex import Fact, Frame
+
+from .workload import Workload
+
+SEED_TARGET_P50_MS = 80.0
+SEED_CEILING_MS = 250.0
+OUR_P50_MS = 5.0
+OUR_P99_MS = 25.0
+
+
+def _pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.array(values), q))
+
+
+def _dir_bytes(path: str) -> int:
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+def _cold(path: str, query: dict, runs: int = 10) -> float:
+    code = (
+        "import cortex,json,sys; q=json.loads(sys.argv[2]);"
+        "c=cortex.open(sys.argv[1], actor='bench-agent', mode='r'); c.context(**q); c.close()"
+    )
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code, path, json.dumps(query)], check=True)
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def _single_writes(count: int = 1000) -> float:
+    with tempfile.TemporaryDirectory() as d, cortex.open(os.path.join(d, "s"), actor="bench") as c:
+        c.write(Fact(statement="warm-up", subject="s", predicate="p"))  # loads the tokenizer
+        t = time.perf_counter()
+        for i in range(count):
+            c.write(Fact(statement=f"the quote of vendor {i} was {i % 97} USD per hour", subject=f"vendor-{i}", predicate="price"),
+                    frames=[Frame("acquire", "service", f"obj-{i % 50}")])
+        return count / (time.perf_counter() - t)
+
+
+def run(args: argparse.Namespace) -> dict:
+    workload = Workload(args.memories, seed=args.seed)
+    store = args.store or os.path.join("bench-stores", f"n{args.memories}-s{args.seed}")
+    report: dict = {
+        "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()},
+        "memories": args.memories, "queries": args.queries, "seed": args.seed, "store": store,
+    }
+    if not os.path.exists(os.path.join(store, "CURRENT")):
+        print(f"building {args.memories:,} memories in {store}", file=sys.stderr)
+        t = time.perf_counter()
+        workload.build(store)
+        report["bulk_ingest_per_s"] = args.memories / (time.perf_counter() - t)
+    queries = workload.queries(args.queries)
+    with cortex.open(store, actor="bench-agent") as c:
+        for q in queries[: min(50, len(queries))]:
+            c.context(**q)  # warm-up
+        latencies, candidates, tokens = [], [], []
+        for q in queries:
+            t = time.perf_counter()
+            b = c.context(**q)
+            latencies.append((time.perf_counter() - t) * 1000)
+            candidates.append(b.candidates)
+            tokens.append(b.total_tokens)
+        sample = [m.uri for m in c.find(type="Fact", limit=1000)]
+        random.Random(1).shuffle(sample)
+        t = time.perf_counter()
+        for uri in sample:
+            c.resolve(uri)
+        resolve_us = (time.perf_counter() - t) / max(1, len(sample)) * 1e6
+    report["context_ms"] = {"p50": _pct(latencies, 50), "p95": _pct(latencies, 95), "p99": _pct(latencies, 99), "max": max(latencies)}
+    report["candidates"] = {"p50": _pct(candidates, 50), "p99": _pct(candidates, 99), "max": max(candidates)}
+    report["tokens_delivered_p50"] = _pct(tokens, 50)
+    report["resolve_us_mean"] = resolve_us
+    report["cold_process_ms_median"] = _cold(store, queries[0])
+    report["single_write_per_s"] = _single_writes()
+    report["bytes_per_memory"] = _dir_bytes(store) / args.memories
+    p50, p99 = report["context_ms"]["p50"], report["context_ms"]["p99"]
+    report["verdict"] = {
+        "seed_target_p50_80ms": p50 < SEED_TARGET_P50_MS and report["context_ms"]["max"] < SEED_CEILING_MS,
+        "ours_p50_5ms": p50 <= OUR_P50_MS,
+        "ours_p99_25ms": p99 <= OUR_P99_MS,
+    }
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="build (once) and measure a workload store")
+    p.add_argument("--memories", type=int, default=100_000)
+    p.add_argument("--queries", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--store", help="store directory (default bench-stores/n<N>-s<seed>)")
+    p.add_argument("--report", help="JSON report path (default benchmarks/results/n<N>.json)")
+    args = parser.parse_args(argv)
+    report = run(args)
+    out = Path(args.report or f"benchmarks/results/n{args.memories}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(report, indent=2, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
