@@ -65,6 +65,16 @@ class MemoryType(enum.IntEnum):
         return member
 
 
+def _parse_member(cls: Any, value: object, field_name: str, error: type[ValidationError], label: str) -> Any:
+    """A member of a closed set from itself or its lower-case name; `error` otherwise."""
+    if isinstance(value, cls):
+        return value
+    if isinstance(value, str) and value.islower() and value.upper() in cls.__members__:
+        return cls[value.upper()]
+    names = ", ".join(member.name.lower() for member in cls)
+    raise error(field_name, f"unknown {label} {value!r}; must be one of {names}", value)
+
+
 class Verb(enum.IntEnum):
     FIND = 1
     ACQUIRE = 2
@@ -80,11 +90,7 @@ class Verb(enum.IntEnum):
     @classmethod
     def parse(cls, value: object, field_name: str = "verb") -> Verb:
         """A `Verb` from a member or its lower-case name (`"acquire"`)."""
-        if isinstance(value, Verb):
-            return value
-        if isinstance(value, str) and value.islower() and value.upper() in cls.__members__:
-            return cls[value.upper()]
-        raise InvalidVerb(field_name, f"must be one of {', '.join(v.name.lower() for v in cls)}; got {value!r}", value)
+        return _parse_member(cls, value, field_name, InvalidVerb, "verb")
 
 
 class ObjKind(enum.IntEnum):
@@ -104,11 +110,7 @@ class ObjKind(enum.IntEnum):
     @classmethod
     def parse(cls, value: object, field_name: str = "kind") -> ObjKind:
         """An `ObjKind` from a member or its lower-case name (`"service"`)."""
-        if isinstance(value, ObjKind):
-            return value
-        if isinstance(value, str) and value.islower() and value.upper() in cls.__members__:
-            return cls[value.upper()]
-        raise InvalidObjKind(field_name, f"unknown object kind {value!r}; must be one of {', '.join(k.name.lower() for k in cls)}", value)
+        return _parse_member(cls, value, field_name, InvalidObjKind, "object kind")
 
 
 class Tier(enum.Enum):
