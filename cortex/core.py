@@ -376,11 +376,12 @@ class Cortex:
                     data=item.data, confidence=item.confidence, source=item.source,
                     forms=(form.short, form.medium), tokens=(form.short_tokens, form.medium_tokens, form.full_tokens),
                 )
-                version = Version(item.data, now, self.actor, item.confidence, item.source, head.forms, head.tokens, content_hash(item.data))
+                record = item.data.to_record()
+                version = Version(item.data, now, self.actor, item.confidence, item.source, head.forms, head.tokens, content_hash(record))
                 payload = {"id": raw_id, "type": int(head.type), "version": 1, "importance": item.importance, "pinned": pinned}
                 score = salience.apply(None, "write", now, payload)
-                puts[head_key(raw_id)] = head.encode()
-                puts[version_key(raw_id, 1)] = version.encode()
+                puts[head_key(raw_id)] = head.encode(record)
+                puts[version_key(raw_id, 1)] = version.encode(record)
                 puts[salience_key(raw_id)] = score.encode()
                 puts.update(index.entries(raw_id, head, score))
                 journal = append(puts, journal, "write", now, payload)
@@ -407,7 +408,7 @@ class Cortex:
                 confidence=old.confidence, source=old.source, forms=(form.short, form.medium),
                 tokens=(form.short_tokens, form.medium_tokens, form.full_tokens),
             )
-            version = Version(data, now, self.actor, old.confidence, old.source, head.forms, head.tokens, content_hash(data))
+            version = Version(data, now, self.actor, old.confidence, old.source, head.forms, head.tokens, content_hash(data.to_record()))
             payload = {"id": raw_id, "version": number, "pinned": is_pinned(data)}
             self._commit("update", now, payload, {raw_id: (old, head)}, {version_key(raw_id, number): version.encode()})
         return str(URI(head.type, raw_id, number))

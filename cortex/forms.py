@@ -17,7 +17,10 @@ stays within the limit, and the stored count is the count of the stored text.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import threading
+import unicodedata
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
@@ -137,9 +140,9 @@ def render_short_medium(data: MemoryData) -> tuple[str, str]:
     return short, short + details
 
 
-def render_full(data: MemoryData) -> str:
+def render_full(data: MemoryData, medium: str | None = None) -> str:
     """The full form: the untruncated medium text, then one line per non-empty field."""
-    lines = [render_short_medium(data)[1]]
+    lines = [medium if medium is not None else render_short_medium(data)[1]]
     for f in fields(data):  # type: ignore[arg-type]
         value = getattr(data, f.name)
         if value not in (None, "", (), {}):
@@ -155,6 +158,7 @@ class Tokenizer:
     """A tiktoken encoding loaded from installed files on first use (thread-safe)."""
 
     _cache: dict[str, Any] = {}
+    _lengths: dict[str, list[int]] = {}
     _lock = threading.Lock()
 
     def __init__(self, name: str = DEFAULT_ENCODING) -> None:
@@ -182,10 +186,44 @@ class Tokenizer:
     def count(self, text: str) -> int:
         return len(self.encoding.encode_ordinary(text))
 
-    def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        if len(texts) < 64:
-            return [self.encoding.encode_ordinary(t) for t in texts]
-        return self.encoding.encode_ordinary_batch(texts, num_threads=2)
+    def encode(self, text: str) -> list[int]:
+        return self.encoding.encode_ordinary(text)
+
+    def _byte_lengths(self) -> list[int]:
+        """Byte length of every token id (built once per process, ~40 ms)."""
+        table = Tokenizer._lengths.get(self.name)
+        if table is None:
+            enc = self.encoding
+            table = [0] * enc.n_vocab
+            for token in range(enc.n_vocab):
+                try:
+                    table[token] = len(enc.decode_single_token_bytes(token))
+                except KeyError:
+                    continue  # an unused id between the ordinary and the special tokens
+            Tokenizer._lengths[self.name] = table
+        return table
+
+    def prefix_tokens(self, whole: str, tokens: list[int], part: str) -> list[int]:
+        """The tokens of `part`, a prefix of `whole` whose tokens are `tokens`.
+
+        cl100k splits text into pieces by a regex before BPE, and BPE never crosses
+        a piece. When `part` ends in a letter or digit and `whole` goes on with a
+        space or a newline, or `part` ends in any non-space and `whole` goes on with
+        a space, no piece crosses the boundary, so `part`'s tokens are the leading
+        tokens of `whole` up to its byte length. Otherwise `part` is encoded.
+        """
+        if len(part) == len(whole) and part == whole:
+            return tokens
+        if part and whole.startswith(part):
+            last, following = part[-1], whole[len(part)]
+            safe = (following == " " and not last.isspace()) or (following in " \n" and unicodedata.category(last)[0] in "LN")
+            if safe:
+                ends = list(itertools.accumulate(map(self._byte_lengths().__getitem__, tokens)))
+                size = len(part.encode("utf-8"))
+                k = bisect.bisect_left(ends, size)
+                if k < len(ends) and ends[k] == size:
+                    return tokens[: k + 1]
+        return self.encode(part)
 
     def cut(self, text: str, tokens: list[int], limit: int) -> tuple[str, int]:
         """`text` if it fits in `limit` tokens, else its longest token prefix + "…" that does."""
@@ -216,18 +254,26 @@ def check_forms(value: object) -> dict[str, str] | None:
 
 
 def build_forms(tokenizer: Tokenizer, items: list[tuple[MemoryData, dict[str, str] | None]]) -> list[Forms]:
-    """Render, count and cut the forms of many memories with one batched encode."""
-    texts: list[str] = []
+    """Render, count and cut the forms of many memories.
+
+    The template's short form is a prefix of its medium form, which is a prefix of
+    the full form, so usually one encode of the full form counts all three
+    (`Tokenizer.prefix_tokens`); caller-supplied forms are encoded on their own.
+    """
+    out = []
     for data, override in items:
         short, medium = render_short_medium(data)
-        if override:
-            short = override.get("short", short)
-            medium = override.get("medium", medium)
-        texts += [short, medium, render_full(data)]
-    tokens = tokenizer.encode_batch(texts)
-    out = []
-    for i in range(0, len(texts), 3):
-        short, s_tokens = tokenizer.cut(texts[i], tokens[i], SHORT_LIMIT)
-        medium, m_tokens = tokenizer.cut(texts[i + 1], tokens[i + 1], MEDIUM_LIMIT)
-        out.append(Forms(short, medium, s_tokens, m_tokens, len(tokens[i + 2])))
+        full = render_full(data, medium)
+        full_tokens = tokenizer.encode(full)
+        medium_tokens = tokenizer.prefix_tokens(full, full_tokens, medium)
+        short_tokens = tokenizer.prefix_tokens(medium, medium_tokens, short)
+        if override and "medium" in override:
+            medium = override["medium"]
+            medium_tokens = tokenizer.encode(medium)
+        if override and "short" in override:
+            short = override["short"]
+            short_tokens = tokenizer.encode(short)
+        short, s_count = tokenizer.cut(short, short_tokens, SHORT_LIMIT)
+        medium, m_count = tokenizer.cut(medium, medium_tokens, MEDIUM_LIMIT)
+        out.append(Forms(short, medium, s_count, m_count, len(full_tokens)))
     return out

@@ -13,6 +13,7 @@ version 0): anything else raises `BadURI`.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import threading
@@ -29,10 +30,18 @@ _MAX_VERSION = 2**32 - 1
 _URI_RE = re.compile(r"cortex://([A-Za-z]+)/([0-7][0-9A-HJKMNP-TV-Z]{25})#([1-9][0-9]{0,9})")
 
 
+_FROM_RFC4648 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", _ALPHABET.encode())
+
+
 def encode_id(raw: bytes) -> str:
-    """26-character Crockford base32 text of a 16-byte id."""
-    n = int.from_bytes(raw, "big")
-    return "".join(_ALPHABET[(n >> shift) & 31] for shift in range(125, -1, -5))
+    """26-character Crockford base32 text of a 16-byte id.
+
+    The 128 bits are read as 130 (two leading zero bits), five bits a character.
+    Shifted left by 30 they fill 160 bits, which the standard base32 encoder turns
+    into 32 characters, the first 26 of which are ours.
+    """
+    shifted = (int.from_bytes(raw, "big") << 30).to_bytes(20, "big")
+    return base64.b32encode(shifted)[:26].translate(_FROM_RFC4648).decode("ascii")
 
 
 def decode_id(text: str, field_name: str = "id") -> bytes:

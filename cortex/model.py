@@ -17,6 +17,7 @@ Limits (each a `ValidationError` naming the field when broken):
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -300,7 +301,7 @@ class MemoryData:
 
     def to_record(self) -> list[Any]:
         """Field values in declaration order, as msgpack-ready plain values."""
-        return [_encode_value(getattr(self, f.name)) for f in fields(self)]  # type: ignore[arg-type]
+        return [_encode_value(getattr(self, name)) for name in field_names(type(self))]
 
     def to_dict(self) -> dict[str, Any]:
         """Field values as JSON-ready plain values (datetimes as ISO 8601 UTC text)."""
@@ -308,11 +309,17 @@ class MemoryData:
 
     @classmethod
     def from_record(cls, record: list[Any]) -> MemoryData:
-        names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+        names = field_names(cls)
         if not isinstance(record, list) or len(record) != len(names):
             raise ValueError(f"{cls.__name__} record must be a list of {len(names)} values")
         values = {name: _decode_value(cls, name, raw) for name, raw in zip(names, record)}
         return cls(**values)
+
+
+@functools.cache
+def field_names(cls: type) -> tuple[str, ...]:
+    """The data fields of a data class, in declaration (= record) order."""
+    return tuple(f.name for f in fields(cls))
 
 
 # Fields holding datetimes, by class: encoded as microseconds since the epoch.

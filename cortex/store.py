@@ -127,7 +127,8 @@ class Head:
     forms: tuple[str, str]
     tokens: tuple[int, int, int]
 
-    def encode(self) -> bytes:
+    def encode(self, record: list[Any] | None = None) -> bytes:
+        """The stored bytes; `record` is `data.to_record()` when the caller has it."""
         return pack(
             [
                 int(self.type),
@@ -139,7 +140,7 @@ class Head:
                 self.importance,
                 list(self.tombstone) if self.tombstone else None,
                 self.expires,
-                self.data.to_record(),
+                self.data.to_record() if record is None else record,
                 self.confidence,
                 self.source,
                 list(self.forms),
@@ -187,10 +188,10 @@ class Version:
     tokens: tuple[int, int, int]
     content_hash: bytes
 
-    def encode(self) -> bytes:
+    def encode(self, record: list[Any] | None = None) -> bytes:
         return pack(
             [
-                self.data.to_record(),
+                self.data.to_record() if record is None else record,
                 self.created,
                 self.created_by,
                 self.confidence,
@@ -219,8 +220,9 @@ class Version:
             raise CorruptRecord(key, f"bad version record ({type(exc).__name__}: {exc})") from None
 
 
-def content_hash(data: MemoryData) -> bytes:
-    return hashlib.sha256(pack(data.to_record())).digest()
+def content_hash(record: list[Any]) -> bytes:
+    """sha256 of a data record (`MemoryData.to_record()`)."""
+    return hashlib.sha256(pack(record)).digest()
 
 
 # ---------------------------------------------------------------------------
