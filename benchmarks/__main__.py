@@ -55,8 +55,9 @@ def _cold(path: str, query: dict, runs: int = 10) -> float:
     return statistics.median(times)
 
 
-def _single_writes(count: int = 1000) -> float:
-    with tempfile.TemporaryDirectory() as d, cortex.open(os.path.join(d, "s"), actor="bench") as c:
+def _single_writes(count: int = 1000, sync: bool = False) -> float:
+    """write() calls per second on a fresh store (`sync=True`: fsync per write)."""
+    with tempfile.TemporaryDirectory() as d, cortex.open(os.path.join(d, "s"), actor="bench", sync=sync) as c:
         c.write(Fact(statement="warm-up", subject="s", predicate="p"))  # loads the tokenizer
         t = time.perf_counter()
         for i in range(count):
@@ -100,6 +101,7 @@ def run(args: argparse.Namespace) -> dict:
     report["resolve_us_mean"] = resolve_us
     report["cold_process_ms_median"] = _cold(store, queries[0])
     report["single_write_per_s"] = _single_writes()
+    report["single_write_sync_per_s"] = _single_writes(300, sync=True)
     report["bytes_per_memory"] = _dir_bytes(store) / args.memories
     p50, p99 = report["context_ms"]["p50"], report["context_ms"]["p99"]
     report["verdict"] = {

@@ -141,14 +141,15 @@ class _LazyIdMap(Mapping[str, Any]):
     only when a caller looks.
     """
 
-    def __init__(self, ids: list[bytes], values: list[Any]) -> None:
-        self._ids = ids
+    def __init__(self, rows: np.ndarray, values: np.ndarray) -> None:
+        self._rows = rows
         self._values = values
         self._dict: dict[str, Any] | None = None
 
     def _built(self) -> dict[str, Any]:
         if self._dict is None:
-            self._dict = {encode_id(i): v for i, v in zip(self._ids, self._values)}
+            ids = entry.ids_of(self._rows)
+            self._dict = {encode_id(i): v for i, v in zip(ids, self._values.tolist())}
         return self._dict
 
     def __getitem__(self, key: str) -> Any:
@@ -158,7 +159,7 @@ class _LazyIdMap(Mapping[str, Any]):
         return iter(self._built())
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._rows)
 
     def __repr__(self) -> str:
         return f"{{...{len(self)} ids}}"
@@ -374,14 +375,13 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
         memories[tier].append((sort_key, memory))
     ordered = {t: [m for _, m in sorted(items, key=lambda x: x[0])] for t, items in memories.items()}
 
-    all_ids = entry.ids_of(rows)
     return Bundle(
         pinned=ordered[0],
         frame_relevant=ordered[2],
         outcomes=ordered[1],
         rendered=rendered,
-        tokens=_LazyIdMap(all_ids, tokens.tolist()),
-        scores=_LazyIdMap(all_ids, scores.tolist()),
+        tokens=_LazyIdMap(rows, tokens),
+        scores=_LazyIdMap(rows, scores),
         reachable_uris=reachable,
         total_tokens=total,
         trimmed=dropped,

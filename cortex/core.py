@@ -674,7 +674,7 @@ class Cortex:
         for key, raw in self._kv.scan_items(HEAD_PREFIX):
             raw_id = key[len(HEAD_PREFIX):]
             try:
-                head = Head.decode(key, raw)
+                head = Head.decode(key, raw, validate=problems is not None)
             except CorruptRecord as exc:
                 if problems is None:
                     raise
@@ -695,7 +695,7 @@ class Cortex:
                         problems.append(f"{_show(vkey)}: missing version {number} of {encode_id(raw_id)}")
                     else:
                         try:
-                            Version.decode(vkey, vraw, head.type)
+                            Version.decode(vkey, vraw, head.type, validate=True)
                         except CorruptRecord as exc:
                             problems.append(f"{_show(vkey)}: {exc.detail}")
         return expected

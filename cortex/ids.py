@@ -13,7 +13,6 @@ version 0): anything else raises `BadURI`.
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 import threading
@@ -30,18 +29,15 @@ _MAX_VERSION = 2**32 - 1
 _URI_RE = re.compile(r"cortex://([A-Za-z]+)/([0-7][0-9A-HJKMNP-TV-Z]{25})#([1-9][0-9]{0,9})")
 
 
-_FROM_RFC4648 = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", _ALPHABET.encode())
+_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]  # 10 bits -> two characters
+_PAIR_SHIFTS = range(120, -1, -10)
 
 
 def encode_id(raw: bytes) -> str:
-    """26-character Crockford base32 text of a 16-byte id.
-
-    The 128 bits are read as 130 (two leading zero bits), five bits a character.
-    Shifted left by 30 they fill 160 bits, which the standard base32 encoder turns
-    into 32 characters, the first 26 of which are ours.
-    """
-    shifted = (int.from_bytes(raw, "big") << 30).to_bytes(20, "big")
-    return base64.b32encode(shifted)[:26].translate(_FROM_RFC4648).decode("ascii")
+    """26-character Crockford base32 text of a 16-byte id: the 128 bits read as 130
+    (two leading zero bits), ten bits (two characters) at a time."""
+    n = int.from_bytes(raw, "big")
+    return "".join([_PAIRS[(n >> shift) & 1023] for shift in _PAIR_SHIFTS])
 
 
 def decode_id(text: str, field_name: str = "id") -> bytes:

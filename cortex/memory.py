@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .ids import encode_id, format_uri
+from .ids import encode_id
 from .model import Frame, MemoryData, MemoryType, from_micros, json_value
 from .store import Head, Version
 
@@ -64,12 +64,14 @@ def from_head(raw_id: bytes, head: Head, number: int | None = None, version: Ver
     """A memory from its head alone (the current version, one read), or, given an
     older `version` record and its `number`, that version with the head's fields."""
     cur = version or head  # both carry data, confidence, source, forms and tokens
+    number = number or head.version
+    id_text = encode_id(raw_id)
     return Memory(
-        id=encode_id(raw_id),
-        uri=format_uri(head.type, raw_id, number or head.version),
+        id=id_text,
+        uri=f"cortex://{head.type.type_name}/{id_text}#{number}",
         type=head.type,
         data=cur.data,
-        version=number or head.version,
+        version=number,
         frames=head.frames,
         tags=head.tags,
         importance=head.importance,
