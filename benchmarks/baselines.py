@@ -53,7 +53,7 @@ from cortex.ids import encode_id
 from cortex.index import actor_obj, by_type, frame
 from cortex.memory import Memory, from_head
 from cortex.model import DATA_CLASSES, Frame, MemoryType, ObjKind, Tier, Verb, from_micros, is_pinned, to_micros
-from cortex.salience.score import Score, score_of
+from cortex.salience.score import Score, Weights, live_scores, score_of
 from cortex.store import Head, head_key, pack, salience_key, unpack
 
 try:  # the read path's cheap constructors, where this cortex has them
@@ -384,7 +384,8 @@ class SqliteStore:
     WAL mode), and `context()` on it. Use `load_from(c)` once, then `context(**query)`
     as often as needed; `close()` deletes the file."""
 
-    def __init__(self, path: str | None = None, *, cache_mb: int = 1024) -> None:
+    def __init__(self, path: str | None = None, *, cache_mb: int = 1024, scoring: str = "loop") -> None:
+        self.scoring = scoring
         self._tmpdir = None
         if path is None:
             self._tmpdir = tempfile.mkdtemp(prefix="cortex-sqlite-baseline-")
@@ -456,29 +457,29 @@ class SqliteStore:
 
     # -- context() ---------------------------------------------------------------
 
-    def context(self, **query: Any) -> Result:
-        """`Cortex.context(**query)` on the SQLite copy (same options, same answer)."""
+    def context(self, *, scoring: str | None = None, **query: Any) -> Result:
+        """`Cortex.context(**query)` on the SQLite copy (same options, same answer).
+
+        `scoring` (default: the store's `scoring`): "loop" calls `score_of()` once per
+        candidate, as the original algorithm does; "bulk" scores all candidates with
+        one `live_scores()` call over arrays of the fetched columns (the function
+        `score_of` goes through, so the scores are the same to the bit)."""
+        scoring = scoring or self.scoring
+        if scoring not in ("loop", "bulk"):
+            raise ValueError(f"scoring must be 'loop' or 'bulk', not {scoring!r}")
         plan = _plan_of(query)
         weights = self.weights
         if weights is None:
-            from cortex.salience.score import Weights
-
             weights = self.weights = Weights(*json.loads(self.db.execute("SELECT value FROM meta WHERE name = 'weights'").fetchone()[0]))
-        now_dt = from_micros(plan.now)
         token_col = 4 + ("short", "medium", "full").index(plan.form)
-        cands: list[_Cand] = []
+        found: list[tuple[tuple, int]] = []
         seen: set[str] = set()
 
         def add(rows: Iterable[tuple], tier: int) -> None:
-            pinned = tier == PINNED
             for row in rows:
-                mid = row[0]
-                if mid in seen:
-                    continue
-                seen.add(mid)
-                rec = Score(from_micros(row[7]), row[8], row[9], row[10], pinned)
-                uri = f"cortex://{MemoryType(row[1]).type_name}/{mid}#{row[2]}"
-                cands.append(_Cand(mid, tier, score_of(rec, now_dt, weights, pinned_floor=pinned), row[token_col], row[3], uri, None))
+                if row[0] not in seen:
+                    seen.add(row[0])
+                    found.append((row, tier))
 
         db = self.db
         db.execute("BEGIN")  # one read snapshot for the whole call
@@ -498,6 +499,21 @@ class SqliteStore:
             if tiered and Tier.FRAME_RELEVANT in plan.tiers:
                 for kind, ref in plan.objects:
                     add(db.execute(FRAME_SQL, {"verb": int(plan.verb), "kind": int(kind), "ref": ref, "now": plan.now}), FRAME_RELEVANT)
+
+            if scoring == "loop":
+                now_dt = from_micros(plan.now)
+                scores = [
+                    score_of(Score(from_micros(row[7]), row[8], row[9], row[10], tier == PINNED), now_dt, weights, pinned_floor=tier == PINNED)
+                    for row, tier in found
+                ]
+            else:
+                cols = np.array([row[7:11] for row, _ in found], dtype=np.int64).reshape(-1, 4)
+                pinned = np.array([tier == PINNED for _, tier in found], dtype=bool)
+                scores = live_scores(cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3], pinned, plan.now, weights).tolist()
+            cands = [
+                _Cand(row[0], tier, score, row[token_col], row[3], f"cortex://{MemoryType(row[1]).type_name}/{row[0]}#{row[2]}", None)
+                for (row, tier), score in zip(found, scores)
+            ]
 
             tiers, reachable, total, dropped = _trim_and_order(cands, plan.budget)
             keep = [x.key for members in tiers for x in members]
@@ -548,17 +564,34 @@ def _memory_of(row: tuple, uri: str) -> Memory:
 # 3. The comparison
 
 
+def implementations(c: Any, sqlite: SqliteStore) -> dict[str, Any]:
+    """name -> callable(**query) for cortex and each baseline."""
+    return {
+        "cortex": c.context,
+        "original": lambda **q: original_context(c, **q),
+        "sqlite": lambda **q: sqlite.context(scoring="loop", **q),
+        "sqlite_bulk": lambda **q: sqlite.context(scoring="bulk", **q),
+    }
+
+
 def check_agreement(c: Any, sqlite: SqliteStore, queries: list[dict], now: datetime) -> None:
-    """Raise AssertionError naming the first query on which cortex, the original
-    algorithm and SQLite disagree (ids per tier, reachable URIs, token total, trim
-    and candidate counts, rendered text)."""
+    """Raise AssertionError naming the first query on which a baseline disagrees with
+    cortex (ids per tier in order, reachable URIs, token total, trim and candidate
+    counts, rendered text of the survivors)."""
+    impls = implementations(c, sqlite)
     for i, query in enumerate(queries):
         q = {**query, "now": now}
-        want = answer(c.context(**q))
-        for name, got in (("original", answer(original_context(c, **q))), ("sqlite", answer(sqlite.context(**q)))):
+        want = answer(impls["cortex"](**q))
+        for name, fn in impls.items():
+            if name == "cortex":
+                continue
+            got = answer(fn(**q))
             if got != want:
                 diff = sorted(k for k in want if want[k] != got[k])
-                raise AssertionError(f"{name} disagrees with cortex on query {i} {query!r}: differing {diff}; cortex {_brief(want, diff)} vs {name} {_brief(got, diff)}")
+                raise AssertionError(
+                    f"{name} disagrees with cortex on query {i} {query!r} (now={now.isoformat()}): differing {diff}; "
+                    f"cortex {_brief(want, diff)} vs {name} {_brief(got, diff)}"
+                )
 
 
 def _brief(ans: dict, keys: list[str]) -> dict:
@@ -582,12 +615,20 @@ def _summary(times: list[float]) -> dict[str, float]:
 def compare(c: Any, queries: list[dict], now: datetime, *, sqlite: SqliteStore | None = None) -> dict[str, Any]:
     """Cortex vs the original algorithm vs SQLite on `queries` at a fixed `now`.
 
-    Loads a SqliteStore from `c` unless one is passed (it is then left open), asserts
-    that the three agree on every query (`check_agreement`), then for each
-    implementation runs one untimed warm pass and one timed pass over all queries.
-    Returns {"cortex" | "original" | "sqlite": {"p50_ms", "p99_ms", "mean_ms"},
-    "ratio_original", "ratio_sqlite" (p50 over cortex's p50), "queries",
-    "sqlite_load_s" (when it loaded one)}.
+    Loads a `SqliteStore` from `c` unless one is passed (a passed one is left open),
+    asserts that all implementations agree on every query (`check_agreement`; an
+    AssertionError names the query), then for each implementation in turn runs one
+    untimed warm pass and one timed pass over all queries. Returns::
+
+        {"cortex": {"p50_ms", "p99_ms", "mean_ms"}, "original": {...}, "sqlite": {...},
+         "sqlite_bulk": {...},
+         "ratio_original": original p50 / cortex p50,
+         "ratio_sqlite": sqlite p50 / cortex p50,
+         "ratio_sqlite_bulk": sqlite_bulk p50 / cortex p50,
+         "queries": len(queries), "sqlite_load_s": seconds (only when it loaded one)}
+
+    "sqlite" scores with one `score_of()` per candidate (as the original algorithm
+    does); "sqlite_bulk" is the same SQL with one `live_scores()` call per query.
     """
     own = sqlite is None
     report: dict[str, Any] = {"queries": len(queries)}
@@ -599,18 +640,13 @@ def compare(c: Any, queries: list[dict], now: datetime, *, sqlite: SqliteStore |
     try:
         check_agreement(c, sqlite, queries, now)
         timed = [{**q, "now": now} for q in queries]
-        impls = {
-            "cortex": c.context,
-            "original": lambda **q: original_context(c, **q),
-            "sqlite": sqlite.context,
-        }
-        for name, fn in impls.items():
+        for name, fn in implementations(c, sqlite).items():
             _times(fn, timed)  # warm
             report[name] = _summary(_times(fn, timed))
     finally:
         if own:
             sqlite.close()
     base = report["cortex"]["p50_ms"]
-    report["ratio_original"] = report["original"]["p50_ms"] / base
-    report["ratio_sqlite"] = report["sqlite"]["p50_ms"] / base
+    for name in ("original", "sqlite", "sqlite_bulk"):
+        report[f"ratio_{name}"] = report[name]["p50_ms"] / base
     return report

@@ -36,10 +36,11 @@ from .errors import CorruptRecord, NoTiersIncluded, ValidationError
 from .forms import FORM_NAMES, render_full
 from .ids import encode_id, format_uri
 from .index import actor_obj, entry, frame, pinned
+from .index.entry import Columns
 from .memory import Memory, from_head
 from .model import MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, to_micros
 from .salience.score import live_scores
-from .store import Head, head_key
+from .store import HEAD_PREFIX, Head, head_key
 
 if TYPE_CHECKING:
     from .core import Cortex
@@ -141,14 +142,14 @@ class _LazyIdMap(Mapping[str, Any]):
     only when a caller looks.
     """
 
-    def __init__(self, rows: np.ndarray, values: np.ndarray) -> None:
+    def __init__(self, rows: Columns, values: np.ndarray) -> None:
         self._rows = rows
         self._values = values
         self._dict: dict[str, Any] | None = None
 
     def _built(self) -> dict[str, Any]:
         if self._dict is None:
-            ids = entry.ids_of(self._rows)
+            ids = self._rows.ids()
             self._dict = {encode_id(i): v for i, v in zip(ids, self._values.tolist())}
         return self._dict
 
@@ -225,31 +226,57 @@ class Bundle:
 # ---------------------------------------------------------------------------
 # Tier scans
 
-
-def _live(rows: np.ndarray, now: int) -> np.ndarray:
-    """Rows that have not expired at `now`."""
-    return rows[(rows["expires"] == 0) | (rows["expires"] > now)]
+# The index value fields the composer uses (see cortex.index.entry).
+_FIELDS = ("id_hi", "id_lo", "type", "version", "created", "last_used", "expires", "access", "citations", "importance")
 
 
-def _id_pairs(rows: np.ndarray) -> set[tuple[int, int]]:
-    return set(zip(rows["id_hi"].tolist(), rows["id_lo"].tolist()))
+def _decode(values: list[bytes], plan: _Plan) -> Columns:
+    return Columns.decode(values, (*_FIELDS, entry.TOKEN_FIELDS[plan.form]))
 
 
-def _without(rows: np.ndarray, excluded: set[tuple[int, int]]) -> np.ndarray:
-    """Rows whose id is not in `excluded` (a small set)."""
-    if not excluded or not len(rows):
-        return rows
-    his = np.fromiter((h for h, _ in excluded), dtype=np.uint64, count=len(excluded))
-    maybe = np.isin(rows["id_hi"], his)
-    if not maybe.any():
-        return rows
-    keep = ~maybe
-    for i in np.flatnonzero(maybe):
-        keep[i] = (int(rows["id_hi"][i]), int(rows["id_lo"][i])) not in excluded
-    return rows[keep]
+def _eligible(cols: Columns, now: int, excluded: set[tuple[int, int]]) -> np.ndarray:
+    """Mask of rows not expired at `now` and not in `excluded` (ids of earlier tiers)."""
+    expires = cols["expires"]
+    keep = (expires == 0) | (expires > now)
+    if excluded and len(cols):
+        maybe = np.isin(cols["id_lo"], np.fromiter((lo for _, lo in excluded), dtype=np.uint64, count=len(excluded)))
+        for i in np.flatnonzero(maybe).tolist():  # exact check of the few lo matches
+            if (int(cols["id_hi"][i]), int(cols["id_lo"][i])) in excluded:
+                keep[i] = False
+    return keep
 
 
-def _outcomes(c: Cortex, plan: _Plan, excluded: set[tuple[int, int]]) -> np.ndarray:
+def _id_pairs(cols: Columns) -> set[tuple[int, int]]:
+    return set(zip(cols["id_hi"].tolist(), cols["id_lo"].tolist()))
+
+
+def _first_of_each_id(cols: Columns) -> np.ndarray:
+    """Mask keeping one row per id. Rows of one id are identical (every index entry of
+    a memory holds the same value), so which copy survives does not matter. Sorting
+    on the random low 64 bits puts copies side by side; equal lows are then compared
+    in full."""
+    lo = cols["id_lo"]
+    order = np.argsort(lo, kind="stable")
+    keep = np.ones(len(lo), dtype=bool)
+    same = np.flatnonzero(lo[order][1:] == lo[order][:-1])
+    if len(same):
+        hi = cols["id_hi"]
+        seen: set[tuple[int, int]] = set()
+        for i in np.unique(np.concatenate([same, same + 1])).tolist():
+            row = int(order[i])
+            key = (int(hi[row]), int(lo[row]))
+            if key in seen:
+                keep[row] = False
+            seen.add(key)
+    return keep
+
+
+def _pinned(c: Cortex, plan: _Plan) -> Columns:
+    cols = _decode(c._kv.scan_values(pinned.PREFIX), plan)
+    return cols.take(_eligible(cols, plan.now, set()))
+
+
+def _outcomes(c: Cortex, plan: _Plan, excluded: set[tuple[int, int]]) -> Columns:
     """The `outcome_limit` newest live Events under (verb, ref) of any object."""
     assert plan.verb is not None
     refs = sorted({ref for _, ref in plan.objects})
@@ -263,29 +290,27 @@ def _outcomes(c: Cortex, plan: _Plan, excluded: set[tuple[int, int]]) -> np.ndar
         if cutoff is not None and created < cutoff:
             break  # everything still to come is older than the limit-th newest
         raw_id = value[:16]
-        if raw_id in chosen:
-            continue
-        row = entry.decode_many([value])
-        if not len(_live(row, plan.now)) or not len(_without(row, excluded)):
+        expires = entry.expires_of(value)
+        if raw_id in chosen or 0 < expires <= plan.now or entry.id_pair(value) in excluded:
             continue
         chosen[raw_id] = (created, value)
         if cutoff is None and len(chosen) >= plan.outcome_limit:
             cutoff = created
     newest = sorted(chosen.items(), key=lambda kv: (-kv[1][0], kv[0]))[: plan.outcome_limit]
-    return entry.decode_many([value for _, (_, value) in newest])
+    return _decode([value for _, (_, value) in newest], plan)
 
 
-def _frame_relevant(c: Cortex, plan: _Plan, excluded: set[tuple[int, int]]) -> np.ndarray:
+def _frame_relevant(c: Cortex, plan: _Plan, excluded: set[tuple[int, int]]) -> Columns:
     """Every live memory under one of the (verb, kind, ref) frames, once each."""
     assert plan.verb is not None
     values: list[bytes] = []
     for kind, ref in plan.objects:
-        values.extend(c._kv.scan_values(frame.prefix(plan.verb, kind, ref)))
-    rows = entry.decode_many(values)
-    if len(plan.objects) > 1 and len(rows):
-        _, first = np.unique(rows[["id_hi", "id_lo"]], return_index=True)
-        rows = rows[np.sort(first)]
-    return _without(_live(rows, plan.now), excluded)
+        values += c._kv.scan_values(frame.prefix(plan.verb, kind, ref))
+    cols = _decode(values, plan)
+    keep = _eligible(cols, plan.now, excluded)
+    if len(plan.objects) > 1:
+        keep &= _first_of_each_id(cols)
+    return cols.take(keep)
 
 
 # ---------------------------------------------------------------------------
@@ -311,67 +336,60 @@ def compose(c: Cortex, opts: ContextOpts | None, overrides: dict[str, Any]) -> B
 
 def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
     root = c._journal.root.hex()
-    weights = c.weights()
-    parts: list[np.ndarray] = []
+    weights = c._weights_locked()
+    parts: list[Columns] = []
     tier_of: list[np.ndarray] = []
     excluded: set[tuple[int, int]] = set()
-    tiered = plan.verb is not None and plan.objects
-    for tier in _TIER_ORDER:
-        if tier not in plan.tiers:
-            continue
+    tiered = plan.verb is not None and bool(plan.objects)
+    included = [t for t in _TIER_ORDER if t in plan.tiers and (t is Tier.PINNED or tiered)]
+    for tier in included:
         if tier is Tier.PINNED:
-            rows = _live(entry.decode_many(list(c._kv.scan_values(pinned.PREFIX))), plan.now)
-        elif not tiered:
-            continue
+            cols = _pinned(c, plan)
         elif tier is Tier.OUTCOMES:
-            rows = _outcomes(c, plan, excluded)
+            cols = _outcomes(c, plan, excluded)
         else:
-            rows = _frame_relevant(c, plan, excluded)
-        excluded |= _id_pairs(rows)
-        parts.append(rows)
-        tier_of.append(np.full(len(rows), _TIER_ORDER.index(tier), dtype=np.int8))
+            cols = _frame_relevant(c, plan, excluded)
+        if tier is not included[-1]:
+            excluded |= _id_pairs(cols)  # dedup: a later tier skips these ids
+        parts.append(cols)
+        tier_of.append(np.full(len(cols), _TIER_ORDER.index(tier), dtype=np.int8))
 
-    rows = np.concatenate(parts) if parts else entry.decode_many([])
+    token_field = entry.TOKEN_FIELDS[plan.form]
+    cols = Columns.concat(parts, (*_FIELDS, token_field))
     tiers = np.concatenate(tier_of) if tier_of else np.empty(0, dtype=np.int8)
     scores = live_scores(
-        rows["last_used"], rows["access"], rows["citations"], rows["importance"],
+        cols["last_used"], cols["access"], cols["citations"], cols["importance"],
         tiers == _TIER_ORDER.index(Tier.PINNED), plan.now, weights,
     )
-    tokens = rows[entry.TOKEN_FIELDS[plan.form]].astype(np.int64)
+    tokens = cols[token_field].astype(np.int64)
 
     # Trim: drop the lowest (score, id) first while over budget, keeping one.
-    order = np.lexsort((rows["id_lo"], rows["id_hi"], scores))
+    order = np.lexsort((cols["id_lo"], cols["id_hi"], scores))
     total = int(tokens.sum())
     dropped = 0
     if total > plan.budget and len(order) > 1:
         remaining = total - np.cumsum(tokens[order])
         fits = np.flatnonzero(remaining <= plan.budget)
-        dropped = int(fits[0]) + 1 if len(fits) else len(order) - 1
-        dropped = min(dropped, len(order) - 1)
+        dropped = min(int(fits[0]) + 1 if len(fits) else len(order) - 1, len(order) - 1)
         total = int(remaining[dropped - 1])
-    drop_rows = rows[order[:dropped]][:MAX_REACHABLE_URIS]
+    gone = cols.take(order[:dropped][:MAX_REACHABLE_URIS])
     reachable = [
         format_uri(MemoryType(t), raw_id, v)
-        for t, raw_id, v in zip(drop_rows["type"].tolist(), entry.ids_of(drop_rows), drop_rows["version"].tolist())
+        for t, raw_id, v in zip(gone["type"].tolist(), gone.ids(), gone["version"].tolist())
     ]
 
-    # Read and render the survivors only.
+    # Read and render the survivors only: one multi-get of their heads.
     keep = order[dropped:]
-    keep_ids = entry.ids_of(rows[keep])
-    keys = [head_key(raw_id) for raw_id in keep_ids]
+    keys = [head_key(raw_id) for raw_id in cols.take(keep).ids()]
     memories: dict[int, list[tuple[tuple[Any, ...], Memory]]] = {0: [], 1: [], 2: []}
     rendered: dict[str, str] = {}
-    for key, raw, i in zip(keys, c._kv.multi_get(keys), keep.tolist()):
+    outcome_tier = _TIER_ORDER.index(Tier.OUTCOMES)
+    for key, raw, tier, score, created in zip(keys, c._kv.multi_get(keys), tiers[keep].tolist(), scores[keep].tolist(), cols["created"][keep].tolist()):
         if raw is None:
             raise CorruptRecord(key, "index entry points at a missing head")
-        memory = from_head(key[2:], Head.decode(key, raw))
+        memory = from_head(key[len(HEAD_PREFIX):], Head.decode(key, raw))
         rendered[memory.id] = render_full(memory.data) if plan.form == "full" else memory.forms[plan.form]
-        tier = int(tiers[i])
-        score = float(scores[i])
-        if tier == _TIER_ORDER.index(Tier.OUTCOMES):
-            sort_key: tuple[Any, ...] = (-int(rows["created"][i]), -score, memory.id)
-        else:
-            sort_key = (-score, memory.id)
+        sort_key: tuple[Any, ...] = (-created, -score, memory.id) if tier == outcome_tier else (-score, memory.id)
         memories[tier].append((sort_key, memory))
     ordered = {t: [m for _, m in sorted(items, key=lambda x: x[0])] for t, items in memories.items()}
 
@@ -380,12 +398,12 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
         frame_relevant=ordered[2],
         outcomes=ordered[1],
         rendered=rendered,
-        tokens=_LazyIdMap(rows, tokens),
-        scores=_LazyIdMap(rows, scores),
+        tokens=_LazyIdMap(cols, tokens),
+        scores=_LazyIdMap(cols, scores),
         reachable_uris=reachable,
         total_tokens=total,
         trimmed=dropped,
-        candidates=len(rows),
+        candidates=len(cols),
         latency_ms=(time.perf_counter() - started) * 1000.0,
         form=plan.form,
         root=root,

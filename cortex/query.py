@@ -163,7 +163,7 @@ def find(c: Cortex, *, type: Any, tags: Iterable[str], where: Any, order_by: str
 
 def _candidates(c: Cortex, mtype: MemoryType | None, tags: tuple[str, ...], include_tombstoned: bool) -> np.ndarray:
     if tags:
-        buckets = [entry.decode_many(list(c._kv.scan_values(by_tag.prefix(tag)))) for tag in tags]
+        buckets = [entry.decode_many(c._kv.scan_values(by_tag.prefix(tag))) for tag in tags]
         rows = buckets[0]
         for other in buckets[1:]:
             ids = set(zip(other["id_hi"].tolist(), other["id_lo"].tolist()))
@@ -172,7 +172,7 @@ def _candidates(c: Cortex, mtype: MemoryType | None, tags: tuple[str, ...], incl
             rows = rows[rows["type"] == int(mtype)]
     else:
         assert mtype is not None
-        rows = entry.decode_many(list(c._kv.scan_values(by_type.prefix(mtype))))
+        rows = entry.decode_many(c._kv.scan_values(by_type.prefix(mtype)))
     if not include_tombstoned:
         rows = rows[(rows["flags"] & entry.FLAG_TOMBSTONED) == 0]
     return rows

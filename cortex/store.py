@@ -271,11 +271,12 @@ class KV:
                 batch.put(key, value)
         self.db.write(batch, self._write_opts)
 
-    def scan_values(self, prefix: bytes, start: bytes | None = None) -> Iterator[bytes]:
-        """Values of every key with `prefix` (from `start` if given), in key order."""
+    def scan_values(self, prefix: bytes) -> list[bytes]:
+        """Values of every key with `prefix`, in key order (consumed in C: a Python
+        generator here cost more than the scan itself)."""
         ro = ReadOptions()
         ro.set_iterate_upper_bound(prefix_end(prefix))
-        yield from self.db.values(from_key=start or prefix, read_opt=ro)
+        return list(self.db.values(from_key=prefix, read_opt=ro))
 
     def scan_items(self, prefix: bytes, start: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
         ro = ReadOptions()

@@ -69,6 +69,20 @@ def encode(
     )
 
 
+_EXPIRES = struct.Struct(">Q")
+_EXPIRES_OFFSET = DTYPE.fields["expires"][1]
+
+
+def expires_of(value: bytes) -> int:
+    """The `expires` field of one value, without decoding the rest."""
+    return _EXPIRES.unpack_from(value, _EXPIRES_OFFSET)[0]
+
+
+def id_pair(value: bytes) -> tuple[int, int]:
+    """(id_hi, id_lo) of one value: the form the composer's id sets use."""
+    return int.from_bytes(value[:8], "big"), int.from_bytes(value[8:16], "big")
+
+
 def decode_many(values: list[bytes]) -> np.ndarray:
     """A structured array of many values (all `SIZE` bytes long)."""
     if not values:
@@ -87,3 +101,41 @@ def ids_of(rows: np.ndarray) -> list[bytes]:
     pairs[:, 1] = rows["id_lo"]
     raw = pairs.tobytes()
     return [raw[i : i + 16] for i in range(0, len(raw), 16)]
+
+
+class Columns:
+    """Decoded index values as native-endian column arrays.
+
+    Filtering a 63-byte structured array copies every row (about 60 ns a row);
+    filtering columns copies only the fields in use, so the context() path decodes
+    once into columns and works on those.
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: dict[str, np.ndarray]) -> None:
+        self.data = data
+
+    @staticmethod
+    def decode(values: list[bytes], names: tuple[str, ...]) -> Columns:
+        rows = decode_many(values)
+        return Columns({name: rows[name].astype(rows.dtype[name].newbyteorder("=")) for name in names})
+
+    @staticmethod
+    def concat(parts: list[Columns], names: tuple[str, ...]) -> Columns:
+        if not parts:
+            return Columns({name: np.empty(0, dtype=DTYPE[name].newbyteorder("=")) for name in names})
+        return Columns({name: np.concatenate([p.data[name] for p in parts]) for name in names})
+
+    def __len__(self) -> int:
+        return len(self.data["id_hi"])
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.data[name]
+
+    def take(self, selector: np.ndarray) -> Columns:
+        """The rows a boolean mask or an index array selects."""
+        return Columns({name: column[selector] for name, column in self.data.items()})
+
+    def ids(self) -> list[bytes]:
+        return ids_of(self)  # type: ignore[arg-type]
