@@ -243,9 +243,10 @@ class Cortex:
         self.actor = actor
         self.mode = mode
         self._clock = clock
-        self._ids = IdGenerator(entropy)
         self._lock = _RWLock()
         self._kv, self._secondary = _open_kv(path, mode, cache_mb, sync)
+        last_head = self._kv.last_key(HEAD_PREFIX)
+        self._ids = IdGenerator(entropy, last_head[len(HEAD_PREFIX):] if last_head else None)
         self._closed = False
         self._files_seen: tuple[Any, ...] = ()
         try:

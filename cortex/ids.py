@@ -56,11 +56,16 @@ def decode_id(text: str, field_name: str = "id") -> bytes:
 
 
 class IdGenerator:
-    """Monotonic ULIDs. `entropy(n)` gives n random bytes (default `os.urandom`)."""
+    """Monotonic ULIDs. `entropy(n)` gives n random bytes (default `os.urandom`).
 
-    def __init__(self, entropy: Callable[[int], bytes] | None = None) -> None:
+    `last` is the largest id already in the store: every new id is greater, so a
+    store reopened with a clock that stepped back (or an injected clock and entropy)
+    can never hand out an id twice.
+    """
+
+    def __init__(self, entropy: Callable[[int], bytes] | None = None, last: bytes | None = None) -> None:
         self._entropy = entropy or os.urandom
-        self._last = 0
+        self._last = int.from_bytes(last, "big") if last else 0
         self._lock = threading.Lock()
 
     def next(self, millis: int) -> bytes:

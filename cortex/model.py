@@ -311,7 +311,11 @@ CONSTRAINT_SOURCES = ("user_declared", "learned", "inferred")
 
 
 class MemoryData:
-    """Base of the nine data classes. `TYPE` is the memory type it is stored as."""
+    """Base of the nine data classes. `TYPE` is the memory type it is stored as.
+
+    Required fields default to None so that leaving one out raises a
+    `ValidationError` naming it, like any other broken rule, not a `TypeError`.
+    """
 
     TYPE: ClassVar[MemoryType]
 
@@ -387,7 +391,7 @@ def _decode_value(cls: type, name: str, raw: object) -> object:
 @dataclass(frozen=True, slots=True)
 class Identity(MemoryData):
     TYPE: ClassVar[MemoryType] = MemoryType.IDENTITY
-    name: str
+    name: str = None  # type: ignore[assignment]  # required: see MemoryData
     did: str | None = None
     wallets: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
@@ -403,9 +407,9 @@ class Identity(MemoryData):
 @dataclass(frozen=True, slots=True)
 class Fact(MemoryData):
     TYPE: ClassVar[MemoryType] = MemoryType.FACT
-    statement: str
-    subject: str
-    predicate: str
+    statement: str = None  # type: ignore[assignment]  # required: see MemoryData
+    subject: str = None  # type: ignore[assignment]  # required: see MemoryData
+    predicate: str = None  # type: ignore[assignment]  # required: see MemoryData
     object: str | None = None
     source: str | None = None
     as_of: datetime | None = None
@@ -421,8 +425,8 @@ class Fact(MemoryData):
 @dataclass(frozen=True, slots=True)
 class Preference(MemoryData):
     TYPE: ClassVar[MemoryType] = MemoryType.PREFERENCE
-    topic: str
-    polarity: str
+    topic: str = None  # type: ignore[assignment]  # required: see MemoryData
+    polarity: str = None  # type: ignore[assignment]  # required: see MemoryData
     strength: float = 0.5
     value: str | None = None
     rationale: str | None = None
@@ -438,8 +442,8 @@ class Preference(MemoryData):
 @dataclass(frozen=True, slots=True)
 class Belief(MemoryData):
     TYPE: ClassVar[MemoryType] = MemoryType.BELIEF
-    statement: str
-    stance: str
+    statement: str = None  # type: ignore[assignment]  # required: see MemoryData
+    stance: str = None  # type: ignore[assignment]  # required: see MemoryData
     subject: str | None = None
     evidence_for: tuple[str, ...] = ()
     evidence_against: tuple[str, ...] = ()
@@ -457,8 +461,8 @@ class Event(MemoryData):
     """The outcome of an action. `cost` is `(asset, amount)`; `duration` is in seconds."""
 
     TYPE: ClassVar[MemoryType] = MemoryType.EVENT
-    kind: str
-    outcome: str
+    kind: str = None  # type: ignore[assignment]  # required: see MemoryData
+    outcome: str = None  # type: ignore[assignment]  # required: see MemoryData
     intent_ref: str | None = None
     counterparty: str | None = None
     cost: tuple[str, float] | None = None
@@ -489,8 +493,8 @@ class Event(MemoryData):
 @dataclass(frozen=True, slots=True)
 class Goal(MemoryData):
     TYPE: ClassVar[MemoryType] = MemoryType.GOAL
-    statement: str
-    status: str
+    statement: str = None  # type: ignore[assignment]  # required: see MemoryData
+    status: str = None  # type: ignore[assignment]  # required: see MemoryData
     horizon_end: datetime | None = None
     success_criteria: tuple[str, ...] = ()
     subgoals: tuple[str, ...] = ()
@@ -506,10 +510,10 @@ class Goal(MemoryData):
 @dataclass(frozen=True, slots=True)
 class Constraint(MemoryData):
     TYPE: ClassVar[MemoryType] = MemoryType.CONSTRAINT
-    statement: str
-    strength: str
-    polarity: str
-    source: str
+    statement: str = None  # type: ignore[assignment]  # required: see MemoryData
+    strength: str = None  # type: ignore[assignment]  # required: see MemoryData
+    polarity: str = None  # type: ignore[assignment]  # required: see MemoryData
+    source: str = None  # type: ignore[assignment]  # required: see MemoryData
     trigger: str | None = None
 
     def _check(self) -> None:
@@ -525,8 +529,8 @@ class Capability(MemoryData):
     """What a subject can do. `parameters` maps names to strings."""
 
     TYPE: ClassVar[MemoryType] = MemoryType.CAPABILITY
-    subject: str
-    capability: str
+    subject: str = None  # type: ignore[assignment]  # required: see MemoryData
+    capability: str = None  # type: ignore[assignment]  # required: see MemoryData
     parameters: dict[str, str] = field(default_factory=dict)
     verified: bool = False
     last_observed: datetime | None = None
@@ -555,7 +559,7 @@ class Capability(MemoryData):
 @dataclass(frozen=True, slots=True)
 class Pattern(MemoryData):
     TYPE: ClassVar[MemoryType] = MemoryType.PATTERN
-    statement: str
+    statement: str = None  # type: ignore[assignment]  # required: see MemoryData
     derived_from: tuple[str, ...] = ()
     strength: float = 0.5
     coverage: int = 0

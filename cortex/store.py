@@ -297,5 +297,9 @@ class KV:
                 continue  # from_key itself, when it exists, is past the prefix
             yield key, value
 
+    def last_key(self, prefix: bytes) -> bytes | None:
+        """The greatest key with `prefix`, or None."""
+        return next((key for key, _ in self.scan_items_backward(prefix)), None)
+
     def catch_up(self) -> None:
         self.db.try_catch_up_with_primary()
