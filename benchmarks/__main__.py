@@ -112,6 +112,39 @@ def run(args: argparse.Namespace) -> dict:
     return report
 
 
+def plot(results_dir: Path) -> Path | None:
+    """A PNG of context() latency (p50, p99) against N from every report in
+    `results_dir`; None when matplotlib (the `bench` extra) is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    reports = sorted((json.loads(p.read_text()) for p in results_dir.glob("n*.json")), key=lambda r: r["memories"])
+    if not reports:
+        return None
+    sizes = [r["memories"] for r in reports]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, style in (("p50", "o-"), ("p99", "s--")):
+        ax.plot(sizes, [r["context_ms"][key] for r in reports], style, label=f"cortex {key}")
+    for name, style in (("original", "^:"), ("sqlite", "v:")):
+        if all(name in r.get("baselines", {}) for r in reports):
+            ax.plot(sizes, [r["baselines"][name]["p50_ms"] for r in reports], style, label=f"{name} p50")
+    ax.axhline(SEED_TARGET_P50_MS, color="grey", linewidth=0.8, label="seed target p50 (80 ms)")
+    ax.axhline(OUR_P50_MS, color="green", linewidth=0.8, label="our target p50 (5 ms)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("memories in the store")
+    ax.set_ylabel("context() latency, ms (warm)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    out = results_dir / "latency.png"
+    fig.savefig(out, dpi=120)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -127,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     print(json.dumps(report, indent=2, sort_keys=True))
+    png = plot(out.parent)
+    print(f"report: {out}" + (f", plot: {png}" if png else " (pip install '.[bench]' for the plot)"), file=sys.stderr)
     return 0
 
 

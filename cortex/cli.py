@@ -4,6 +4,7 @@
     cortex context STORE --actor A --verb V --object KIND=REF [...] [--budget N] [--form F] [--json]
     cortex stats STORE --actor A
     cortex verify STORE --actor A   exit 1 when problems are found
+    cortex bench [--memories N] [--queries Q] [--store DIR]   the benchmark harness
 """
 
 from __future__ import annotations
@@ -115,7 +116,15 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("store")
         p.add_argument("--actor", required=True)
         p.set_defaults(run=fn)
-    args = parser.parse_args(argv)
+    p = sub.add_parser("bench", help="run the benchmark harness (same as python -m benchmarks run)", add_help=False)
+    p.set_defaults(run=None)
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "bench":
+        from benchmarks.__main__ import main as bench_main
+
+        return bench_main(["run", *rest])
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         return args.run(args)
     except CortexError as exc:
