@@ -9,9 +9,8 @@
 * fixtures `clock` (a FakeClock at 2025-01-01T00:00:00Z) and `store` (a fresh
   read-write store under `tmp_path / "s"` on that clock, closed afterwards).
 
-Reopening a store with the default entropy restarts the same random sequence: if a
-test writes after a reopen, advance the clock first so that new ids cannot collide
-with the ones written before.
+Reopening a store with the default entropy restarts the same random sequence; the
+store still never repeats an id (new ids start above the largest stored one).
 """
 
 from __future__ import annotations

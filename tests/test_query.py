@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import cortex
+from conftest import FakeClock, open_store
 from cortex import Constraint, Fact, Goal, MemoryType, Preference
 from cortex.index import DERIVED_PREFIXES
 from cortex.salience import score_of
@@ -27,27 +28,13 @@ from cortex.store import META_WEIGHTS, SALIENCE_PREFIX
 Q_START = datetime(2025, 2, 1, 8, 30, tzinfo=timezone.utc)
 
 
-class QClock:
-    """Callable clock returning an aware UTC datetime; moves only on `advance()`."""
-
-    def __init__(self, start: datetime = Q_START) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> datetime:
-        self.now = self.now + timedelta(seconds=seconds)
-        return self.now
-
-
 def q_open(path, clock, *, seed: int = 5, mode: str = "rw") -> cortex.Cortex:
-    return cortex.open(Path(path), actor="agent-1", clock=clock, mode=mode, entropy=random.Random(seed).randbytes)
+    return open_store(Path(path), clock, mode=mode, entropy=random.Random(seed).randbytes)
 
 
 @pytest.fixture
-def q_clock() -> QClock:
-    return QClock()
+def q_clock() -> FakeClock:
+    return FakeClock(Q_START)
 
 
 @pytest.fixture
@@ -628,7 +615,7 @@ def q_scenario(draw):
 @given(q_scenario())
 def test_find_equals_brute_force_filter(scenario):
     memories, tombstoned, attests, queries, final_advance = scenario
-    clock = QClock()
+    clock = FakeClock()
     with tempfile.TemporaryDirectory() as tmp, q_open(Path(tmp) / "s", clock) as c:
         uris = []
         for data, tags, importance, advance in memories:

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cortex
+from conftest import FakeClock, open_store
 from cortex import Constraint, Fact, Frame, Goal, Preference
 from cortex.ids import encode_id
 from cortex.index import DERIVED_PREFIXES
@@ -30,27 +31,13 @@ SAL_DAY = 86400.0
 SAL_RECENCY_US = 90 * 86400 * 1_000_000
 
 
-class SalClock:
-    """Callable clock returning an aware UTC datetime; moves only on `advance()`."""
-
-    def __init__(self, start: datetime = SAL_START) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> datetime:
-        self.now = self.now + timedelta(seconds=seconds)
-        return self.now
-
-
 def sal_open(path, clock, *, seed: int = 11, mode: str = "rw") -> cortex.Cortex:
-    return cortex.open(Path(path), actor="agent-1", clock=clock, mode=mode, entropy=random.Random(seed).randbytes)
+    return open_store(Path(path), clock, mode=mode, entropy=random.Random(seed).randbytes)
 
 
 @pytest.fixture
-def sal_clock() -> SalClock:
-    return SalClock()
+def sal_clock() -> FakeClock:
+    return FakeClock(SAL_START)
 
 
 @pytest.fixture
@@ -198,7 +185,7 @@ def test_attest_same_memory_twice_in_one_call_counts_once(sal_store):
 
 def test_attest_same_memory_twice_learns_like_once(tmp_path):
     # The weights learn from the cited memories; naming one twice must not weigh it double.
-    clock_a, clock_b = SalClock(), SalClock()
+    clock_a, clock_b = FakeClock(), FakeClock()
     with sal_open(tmp_path / "a", clock_a) as a, sal_open(tmp_path / "b", clock_b) as b:
         for c, clock in ((a, clock_a), (b, clock_b)):
             c.write(sal_fact(1), importance=9)
@@ -524,7 +511,7 @@ sal_attest_step = st.tuples(
     steps=st.lists(sal_attest_step, min_size=30, max_size=60),
 )
 def test_random_attest_sequences_keep_weights_normalised_and_replayable(importances, gaps, steps):
-    clock = SalClock()
+    clock = FakeClock()
     with tempfile.TemporaryDirectory() as tmp, sal_open(Path(tmp) / "s", clock) as c:
         uris = []
         for i, (importance, gap) in enumerate(zip(importances, gaps)):
