@@ -8,6 +8,7 @@ injected clock and with reproducible ids. The helpers here are prefixed `ctx_`
 from __future__ import annotations
 
 import json
+import math
 import random
 import tempfile
 from datetime import datetime, timedelta, timezone
@@ -100,6 +101,17 @@ def expected_trim(b: cortex.Bundle, budget: int) -> tuple[list[str], int]:
         dropped.append(i)
         total -= b.tokens[i]
     return dropped, total
+
+
+def design_score(record: cortex.Score, now: datetime, w: cortex.Weights, floor: bool) -> float:
+    """The live score of DESIGN §5, computed independently of the engine."""
+    age = max(0.0, (now - record.last_used).total_seconds())
+    r = math.exp(-age / (90 * 86400))
+    a = min(1.0, math.log(1 + record.access_count) / math.log(1001))
+    cc = min(1.0, math.log(1 + record.citations) / math.log(1001))
+    d = record.importance / 10
+    score = (w.recency * r + w.access * a + w.citation * cc + w.importance * d) / (w.recency + w.access + w.citation + w.importance)
+    return max(score, 0.7) if floor else score
 
 
 def kv_dump(c: cortex.Cortex) -> dict[bytes, bytes]:
@@ -386,6 +398,7 @@ def test_scores_are_the_live_salience(ctx_store, ctx_clock):
     for u in uris:
         mid = id_of(u)
         assert b.scores[mid] == pytest.approx(score_of(c.salience(mid), now, weights), rel=1e-12, abs=1e-15)
+        assert b.scores[mid] == pytest.approx(design_score(c.salience(mid), now, weights, floor=False), rel=1e-9)
         assert 0.0 <= b.scores[mid] <= 1.0
 
 
@@ -1020,6 +1033,11 @@ def test_property_random_stores(specs, opts, later):
                         if w[0] not in pinned and w[0] not in outcomes and any(v == verb and (kd, r) in objects for v, kd, r in w[2]["frames"])
                     }
             assert set(b.scores) == pinned | outcomes | frame_rel
+            # Scores are the live salience, with the floor for pinned-tier members only.
+            weights = c.weights()
+            for mid in b.scores:
+                want = design_score(c.salience(mid), now, weights, floor=mid in pinned)
+                assert b.scores[mid] == pytest.approx(want, rel=1e-9, abs=1e-12)
             hyp_event(f"pinned candidates: {bool(pinned)}")
             hyp_event(f"outcome candidates: {bool(outcomes)}")
             hyp_event(f"frame candidates: {bool(frame_rel)}")
