@@ -13,8 +13,10 @@ the same `now`, and must give the same answer (asserted before anything is timed
   agent-memory libraries sit on. `load_from(c)` copies the store into tables with the
   indexes a competent user would create (see `SCHEMA`); `context(**query)` gathers the
   candidates with indexed SQL joins (scoring columns only), scores them in Python with
-  `score_of()`, trims and orders them exactly as cortex does, then fetches only the
-  survivors' rows.
+  `score_of()` per candidate (`scoring="loop"`, as specified) or with one
+  `live_scores()` call over the fetched columns (`scoring="bulk"`, what a numpy user
+  would write; same floats to the bit), trims and orders them exactly as cortex
+  does, then fetches only the survivors' rows.
 
 Both follow DESIGN §6 step by step: dedup priority Pinned > Outcomes > FrameRelevant;
 tombstoned and expired candidates dropped; the pinned floor for members of an included
@@ -26,20 +28,20 @@ id asc. Options are normalised by cortex's own `_plan` (so 0 -> default budget, 
 objects with their rendered text, as in a `Bundle`; `scores` / `tokens` cover every
 scored candidate (lazy, keyed by id text, as in cortex).
 
-`compare(c, queries, now)` checks that all three agree on every query, then times
-them (one untimed warm pass each, then one timed pass each) and returns p50 / p99 and
-each baseline's p50 as a ratio to cortex's.
+`compare(c, queries, now)` checks that all of them agree on every query, then times
+them (one untimed warm pass, then one timed pass, taking turns query by query) and
+returns p50 / p99 and each baseline's p50 as a ratio to cortex's.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
 import sqlite3
 import tempfile
 import time
-import inspect
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -51,7 +53,7 @@ from cortex.context import MAX_REACHABLE_URIS, ContextOpts, _plan, _Plan
 from cortex.forms import render_full
 from cortex.ids import encode_id
 from cortex.index import actor_obj, by_type, frame
-from cortex.memory import Memory, from_head
+from cortex.memory import Memory
 from cortex.model import DATA_CLASSES, Frame, MemoryType, ObjKind, Tier, Verb, from_micros, is_pinned, to_micros
 from cortex.salience.score import Score, Weights, live_scores, score_of
 from cortex.store import Head, head_key, pack, salience_key, unpack
@@ -75,7 +77,6 @@ def _data_of(mtype: MemoryType, record: list[Any]) -> Any:
 PINNED = 0
 OUTCOMES = 1
 FRAME_RELEVANT = 2
-_TIERS = (Tier.PINNED, Tier.OUTCOMES, Tier.FRAME_RELEVANT)
 _PINNED_TYPES = (MemoryType.IDENTITY, MemoryType.GOAL, MemoryType.CONSTRAINT)
 
 
@@ -215,6 +216,7 @@ def _original_locked(c: Any, plan: _Plan) -> Result:
     token_index = ("short", "medium", "full").index(plan.form)
     cands: list[_Cand] = []
     seen: set[bytes] = set()
+    records: dict[bytes, bytes] = {}  # raw heads: survivors become Memory views
 
     def candidate(raw_id: bytes, head: Head, tier: int) -> None:
         sal_key = salience_key(raw_id)
@@ -234,6 +236,7 @@ def _original_locked(c: Any, plan: _Plan) -> Result:
         raw = kv.get(key)
         if raw is None:
             raise AssertionError(f"index entry without a head: {key!r}")
+        records[raw_id] = raw
         return Head.decode(key, raw)
 
     tiered = plan.verb is not None and plan.objects
@@ -283,7 +286,7 @@ def _original_locked(c: Any, plan: _Plan) -> Result:
     rendered: dict[str, str] = {}
     for t, members in enumerate(tiers):
         for x in members:
-            memory = from_head(x.key, x.row)
+            memory = Memory.stored(x.key, unpack(head_key(x.key), records[x.key]))
             rendered[memory.id] = _rendered(memory, plan.form)
             out[t].append(memory)
     raw_ids = [x.key for x in cands]
@@ -574,14 +577,16 @@ def implementations(c: Any, sqlite: SqliteStore) -> dict[str, Any]:
     }
 
 
-def check_agreement(c: Any, sqlite: SqliteStore, queries: list[dict], now: datetime) -> None:
+def check_agreement(c: Any, sqlite: SqliteStore, queries: list[dict], now: datetime) -> list[int]:
     """Raise AssertionError naming the first query on which a baseline disagrees with
     cortex (ids per tier in order, reachable URIs, token total, trim and candidate
-    counts, rendered text of the survivors)."""
+    counts, rendered text of the survivors). Returns the candidate count per query."""
     impls = implementations(c, sqlite)
+    candidates = []
     for i, query in enumerate(queries):
         q = {**query, "now": now}
         want = answer(impls["cortex"](**q))
+        candidates.append(want["candidates"])
         for name, fn in impls.items():
             if name == "cortex":
                 continue
@@ -592,18 +597,26 @@ def check_agreement(c: Any, sqlite: SqliteStore, queries: list[dict], now: datet
                     f"{name} disagrees with cortex on query {i} {query!r} (now={now.isoformat()}): differing {diff}; "
                     f"cortex {_brief(want, diff)} vs {name} {_brief(got, diff)}"
                 )
+    return candidates
 
 
 def _brief(ans: dict, keys: list[str]) -> dict:
     return {k: ans[k] for k in keys if k != "rendered"}
 
 
-def _times(fn: Any, queries: list[dict]) -> list[float]:
-    out = []
-    for q in queries:
-        t = time.perf_counter()
-        fn(**q)
-        out.append((time.perf_counter() - t) * 1000.0)
+def _times(impls: dict[str, Any], queries: list[dict]) -> dict[str, list[float]]:
+    """Per-query milliseconds of each implementation. The implementations take turns
+    on each query (the order rotating from query to query), so that a load change on
+    a busy machine hits them all alike instead of whichever pass was running."""
+    names = list(impls)
+    out: dict[str, list[float]] = {name: [] for name in names}
+    for i, q in enumerate(queries):
+        for j in range(len(names)):
+            name = names[(i + j) % len(names)]
+            fn = impls[name]
+            t = time.perf_counter()
+            fn(**q)
+            out[name].append((time.perf_counter() - t) * 1000.0)
     return out
 
 
@@ -617,15 +630,16 @@ def compare(c: Any, queries: list[dict], now: datetime, *, sqlite: SqliteStore |
 
     Loads a `SqliteStore` from `c` unless one is passed (a passed one is left open),
     asserts that all implementations agree on every query (`check_agreement`; an
-    AssertionError names the query), then for each implementation in turn runs one
-    untimed warm pass and one timed pass over all queries. Returns::
+    AssertionError names the query), then runs one untimed warm pass and one timed
+    pass over all queries, the implementations taking turns on each query. Returns::
 
         {"cortex": {"p50_ms", "p99_ms", "mean_ms"}, "original": {...}, "sqlite": {...},
          "sqlite_bulk": {...},
          "ratio_original": original p50 / cortex p50,
          "ratio_sqlite": sqlite p50 / cortex p50,
          "ratio_sqlite_bulk": sqlite_bulk p50 / cortex p50,
-         "queries": len(queries), "sqlite_load_s": seconds (only when it loaded one)}
+         "queries": len(queries), "candidates": {"p50", "p99", "max"} (scored per call),
+         "sqlite_load_s": seconds (only when it loaded one)}
 
     "sqlite" scores with one `score_of()` per candidate (as the original algorithm
     does); "sqlite_bulk" is the same SQL with one `live_scores()` call per query.
@@ -638,11 +652,13 @@ def compare(c: Any, queries: list[dict], now: datetime, *, sqlite: SqliteStore |
         sqlite.load_from(c)
         report["sqlite_load_s"] = time.perf_counter() - t
     try:
-        check_agreement(c, sqlite, queries, now)
+        cands = np.array(check_agreement(c, sqlite, queries, now) or [0])
+        report["candidates"] = {"p50": float(np.percentile(cands, 50)), "p99": float(np.percentile(cands, 99)), "max": int(cands.max())}
         timed = [{**q, "now": now} for q in queries]
-        for name, fn in implementations(c, sqlite).items():
-            _times(fn, timed)  # warm
-            report[name] = _summary(_times(fn, timed))
+        impls = implementations(c, sqlite)
+        _times(impls, timed)  # warm
+        for name, times in _times(impls, timed).items():
+            report[name] = _summary(times)
     finally:
         if own:
             sqlite.close()

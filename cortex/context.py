@@ -37,10 +37,10 @@ from .forms import FORM_NAMES, render_full
 from .ids import encode_id, format_uri
 from .index import actor_obj, entry, frame, pinned
 from .index.entry import Columns
-from .memory import Memory, from_head
+from .memory import Memory
 from .model import MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, to_micros
 from .salience.score import live_scores
-from .store import HEAD_PREFIX, Head, head_key
+from .store import HEAD_PREFIX, head_key, unpack
 
 if TYPE_CHECKING:
     from .core import Cortex
@@ -387,8 +387,8 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
     for key, raw, tier, score, created in zip(keys, c._kv.multi_get(keys), tiers[keep].tolist(), scores[keep].tolist(), cols["created"][keep].tolist()):
         if raw is None:
             raise CorruptRecord(key, "index entry points at a missing head")
-        memory = from_head(key[len(HEAD_PREFIX):], Head.decode(key, raw))
-        rendered[memory.id] = render_full(memory.data) if plan.form == "full" else memory.forms[plan.form]
+        memory = Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw))
+        rendered[memory.id] = render_full(memory.data) if plan.form == "full" else memory.form(plan.form)
         sort_key: tuple[Any, ...] = (-created, -score, memory.id) if tier == outcome_tier else (-score, memory.id)
         memories[tier].append((sort_key, memory))
     ordered = {t: [m for _, m in sorted(items, key=lambda x: x[0])] for t, items in memories.items()}

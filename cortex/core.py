@@ -45,7 +45,7 @@ from .errors import (
 from .forms import DEFAULT_ENCODING, Tokenizer, build_forms, check_forms
 from .ids import IdGenerator, URI, decode_id, encode_id, parse_uri
 from .journal import Entry, JournalHead, append, chain
-from .memory import Memory, from_head
+from .memory import Memory
 from .model import (
     Frame,
     MemoryData,
@@ -81,6 +81,7 @@ from .store import (
     content_hash,
     head_key,
     salience_key,
+    unpack,
     version_key,
 )
 
@@ -559,33 +560,39 @@ class Cortex:
         self._check_open()
         ref = parse_uri(uri)
         with self._lock.read():
-            raw_id, head = self._head_for(ref)
-            if ref.version == head.version:
-                return from_head(raw_id, head)
-            key = version_key(raw_id, ref.version)
+            memory = self._stored(ref.id)
+            if memory is None or memory.type != ref.type or ref.version > memory.version:
+                raise NotFound(f"no memory {ref}")
+            if ref.version == memory.version:
+                return memory
+            key = version_key(ref.id, ref.version)
             raw = self._kv.get(key)
             if raw is None:
                 raise CorruptRecord(key, "missing version record")
-            return from_head(raw_id, head, ref.version, Version.decode(key, raw, head.type))
+            return Memory.stored(ref.id, memory._head, ref.version, unpack(key, raw))
 
     def resolve_latest(self, id: str) -> Memory:
         """The current version of the memory with this id (26-character ULID)."""
         self._check_open()
         raw_id = decode_id(id)
         with self._lock.read():
-            key = head_key(raw_id)
-            raw = self._kv.get(key)
-            if raw is None:
-                raise NotFound(f"no memory {id}")
-            return from_head(raw_id, Head.decode(key, raw))
+            memory = self._stored(raw_id)
+        if memory is None:
+            raise NotFound(f"no memory {id}")
+        return memory
+
+    def _stored(self, raw_id: bytes) -> Memory | None:
+        key = head_key(raw_id)
+        raw = self._kv.get(key)
+        return None if raw is None else Memory.stored(raw_id, unpack(key, raw))
 
     def memories(self, include_tombstoned: bool = False) -> Iterator[Memory]:
         """Every memory's current version, in id (= creation) order."""
         self._check_open()
         for key, raw in self._kv.scan_items(HEAD_PREFIX):
-            head = Head.decode(key, raw)
-            if include_tombstoned or head.tombstone is None:
-                yield from_head(key[len(HEAD_PREFIX):], head)
+            memory = Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw))
+            if include_tombstoned or not memory.tombstoned:
+                yield memory
 
     def salience(self, id: str) -> Score:
         """The salience record of a memory, by id or URI."""

@@ -1,17 +1,55 @@
-"""`Memory`: what `resolve()`, `memories()` and `context()` hand back."""
+"""`Memory`: what `resolve()`, `memories()`, `find()` and `context()` hand back.
+
+A `Memory` read from the store is a view over its stored record: each field is
+decoded the first time it is read, then kept. `context()` renders a survivor from
+its stored form text alone, so a call that returns 60 memories pays for 60 msgpack
+decodes and little else (the eager version, which built every datetime, frame and
+data class up front, cost three times as much and was most of a warm call's time).
+A `Memory` is immutable and compares equal to another with the same field values,
+however each was built; `Memory(**fields)` builds one eagerly.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from .errors import CorruptRecord
 from .ids import encode_id
-from .model import Frame, MemoryData, MemoryType, from_micros, json_value
-from .store import Head, Version
+from .model import DATA_CLASSES, Frame, MemoryData, MemoryType, field_names, from_micros, json_value
+from .store import (
+    H_CONFIDENCE,
+    H_CREATED,
+    H_DATA,
+    H_EXPIRES,
+    H_FORMS,
+    H_FRAMES,
+    H_IMPORTANCE,
+    H_SOURCE,
+    H_TAGS,
+    H_TOKENS,
+    H_TOMBSTONE,
+    H_TYPE,
+    H_UPDATED,
+    H_VERSION,
+    V_CONFIDENCE,
+    V_CREATED,
+    V_DATA,
+    V_FORMS,
+    V_SOURCE,
+    V_TOKENS,
+    decode_data,
+    decode_frames,
+    head_key,
+)
+
+FIELDS = (
+    "id", "uri", "type", "data", "version", "frames", "tags", "importance", "confidence",
+    "source", "created_at", "updated_at", "tombstoned", "forms", "tokens", "expires_at",
+)
 
 
-@dataclass(frozen=True, slots=True)
 class Memory:
     """One version of a memory, as stored.
 
@@ -20,6 +58,8 @@ class Memory:
     ones (they belong to the memory, not to a version). `forms` holds the stored
     "short" and "medium" text; `tokens` the token counts of all three forms.
     """
+
+    __slots__ = ("_fields", "_raw_id", "_head", "_version", "_number")
 
     id: str
     uri: str
@@ -36,7 +76,60 @@ class Memory:
     tombstoned: bool
     forms: dict[str, str]
     tokens: dict[str, int]
-    expires_at: datetime | None = None
+    expires_at: datetime | None
+
+    def __init__(self, *, id: str, uri: str, type: MemoryType, data: MemoryData, version: int,
+                 frames: tuple[Frame, ...], tags: tuple[str, ...], importance: int, confidence: float,
+                 source: str, created_at: datetime, updated_at: datetime, tombstoned: bool,
+                 forms: dict[str, str], tokens: dict[str, int], expires_at: datetime | None = None) -> None:
+        values = dict(locals())
+        del values["self"]
+        _set(self, _fields=values, _raw_id=None, _head=None, _version=None, _number=None)
+
+    @classmethod
+    def stored(cls, raw_id: bytes, head: list[Any], number: int | None = None, version: list[Any] | None = None) -> Memory:
+        """A view over a decoded head record (the current version), or over an older
+        version record with the head's memory-wide fields."""
+        memory = object.__new__(cls)
+        _set(memory, _fields={}, _raw_id=raw_id, _head=head, _version=version, _number=number or head[H_VERSION])
+        if not (isinstance(head, list) and len(head) == 14 and head[H_TYPE] in _TYPE_CODES
+                and isinstance(head[H_DATA], list) and len(head[H_DATA]) == len(field_names(DATA_CLASSES[MemoryType(head[H_TYPE])]))):
+            raise CorruptRecord(head_key(raw_id), "bad head record")
+        if version is not None and not (isinstance(version, list) and len(version) == 8 and isinstance(version[V_DATA], list)):
+            raise CorruptRecord(head_key(raw_id), f"bad record of version {number}")
+        return memory
+
+    def _get(self, name: str) -> Any:
+        fields = self._fields
+        if name not in fields:
+            try:
+                fields[name] = _DERIVE[name](self)
+            except CorruptRecord:
+                raise
+            except Exception as exc:
+                raise CorruptRecord(head_key(self._raw_id), f"bad head record ({name}: {type(exc).__name__})") from None
+        return fields[name]
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Memory is immutable: cannot set {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Memory):
+            return NotImplemented
+        return all(self._get(n) == other._get(n) for n in FIELDS)
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.version))
+
+    def __repr__(self) -> str:
+        return f"Memory({', '.join(f'{n}={self._get(n)!r}' for n in FIELDS)})"
+
+    def form(self, name: str) -> str:
+        """The stored "short" or "medium" text (without building the `forms` dict)."""
+        record = self._version if self._version is not None else self._head
+        if record is not None:
+            return record[V_FORMS if self._version is not None else H_FORMS][0 if name == "short" else 1]
+        return self._get("forms")[name]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field (type by name, datetimes as ISO 8601)."""
@@ -60,27 +153,38 @@ class Memory:
         }
 
 
-def from_head(raw_id: bytes, head: Head, number: int | None = None, version: Version | None = None) -> Memory:
-    """A memory from its head alone (the current version, one read), or, given an
-    older `version` record and its `number`, that version with the head's fields."""
-    cur = version or head  # both carry data, confidence, source, forms and tokens
-    number = number or head.version
-    id_text = encode_id(raw_id)
-    return Memory(
-        id=id_text,
-        uri=f"cortex://{head.type.type_name}/{id_text}#{number}",
-        type=head.type,
-        data=cur.data,
-        version=number,
-        frames=head.frames,
-        tags=head.tags,
-        importance=head.importance,
-        confidence=cur.confidence,
-        source=cur.source,
-        created_at=from_micros(head.created),
-        updated_at=from_micros(version.created if version else head.updated),
-        tombstoned=head.tombstone is not None,
-        forms={"short": cur.forms[0], "medium": cur.forms[1]},
-        tokens={"short": cur.tokens[0], "medium": cur.tokens[1], "full": cur.tokens[2]},
-        expires_at=from_micros(head.expires) if head.expires else None,
-    )
+def _set(memory: Memory, **slots: Any) -> None:
+    for name, value in slots.items():
+        object.__setattr__(memory, name, value)
+
+
+_TYPE_CODES = frozenset(int(t) for t in MemoryType)
+
+
+def _current(m: Memory, head_index: int, version_index: int) -> Any:
+    """A per-version field: from the older version record when there is one."""
+    return m._head[head_index] if m._version is None else m._version[version_index]  # type: ignore[index]
+
+
+_DERIVE: dict[str, Callable[[Memory], Any]] = {
+    "id": lambda m: encode_id(m._raw_id),  # type: ignore[arg-type]
+    "uri": lambda m: f"cortex://{m.type.type_name}/{m.id}#{m._number}",
+    "type": lambda m: MemoryType(m._head[H_TYPE]),  # type: ignore[index]
+    "data": lambda m: decode_data(m._head[H_TYPE], _current(m, H_DATA, V_DATA)),  # type: ignore[index]
+    "version": lambda m: m._number,
+    "frames": lambda m: decode_frames(m._head[H_FRAMES]),  # type: ignore[index]
+    "tags": lambda m: tuple(m._head[H_TAGS]),  # type: ignore[index]
+    "importance": lambda m: m._head[H_IMPORTANCE],  # type: ignore[index]
+    "confidence": lambda m: _current(m, H_CONFIDENCE, V_CONFIDENCE),
+    "source": lambda m: _current(m, H_SOURCE, V_SOURCE),
+    "created_at": lambda m: from_micros(m._head[H_CREATED]),  # type: ignore[index]
+    "updated_at": lambda m: from_micros(_current(m, H_UPDATED, V_CREATED)),
+    "tombstoned": lambda m: m._head[H_TOMBSTONE] is not None,  # type: ignore[index]
+    "forms": lambda m: dict(zip(("short", "medium"), _current(m, H_FORMS, V_FORMS), strict=True)),
+    "tokens": lambda m: dict(zip(("short", "medium", "full"), _current(m, H_TOKENS, V_TOKENS), strict=True)),
+    "expires_at": lambda m: from_micros(m._head[H_EXPIRES]) if m._head[H_EXPIRES] else None,  # type: ignore[index]
+}
+assert set(_DERIVE) == set(FIELDS)
+
+for _name in FIELDS:
+    setattr(Memory, _name, property(lambda self, _n=_name: self._get(_n)))

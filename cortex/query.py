@@ -43,10 +43,10 @@ import numpy as np
 from .errors import TooBroad, Unbounded, ValidationError
 from .forms import FORM_NAMES
 from .index import by_tag, by_type, entry
-from .memory import Memory, from_head
+from .memory import Memory
 from .model import DATA_CLASSES, MemoryData, MemoryType, check_int, check_tags, to_micros
 from .salience.score import live_scores
-from .store import Head, head_key
+from .store import head_key, unpack
 
 if TYPE_CHECKING:
     from .core import Cortex
@@ -189,14 +189,14 @@ def _collect(c: Cortex, rows: np.ndarray, tags: tuple[str, ...], predicate: Pred
         for raw_id, key, raw, tokens in zip(ids, keys, c._kv.multi_get(keys), chunk[token_field].tolist()):
             if raw is None:
                 continue
-            head = Head.decode(key, raw)
-            if any(tag not in head.tags for tag in tags):
+            memory = Memory.stored(raw_id, unpack(key, raw))
+            if any(tag not in memory.tags for tag in tags):
                 continue  # another tag with the same 64-bit hash
-            if predicate is not None and not predicate(head.data):
+            if predicate is not None and not predicate(memory.data):
                 continue
             if budget is not None and out and used + tokens > budget:
                 return out
-            out.append((raw_id, from_head(raw_id, head)))
+            out.append((raw_id, memory))
             used += tokens
             if limit is not None and len(out) >= limit:
                 return out

@@ -103,6 +103,21 @@ def unpack(key: bytes, raw: bytes) -> Any:
 # Records
 
 
+# Positions in the stored head and version records (msgpack arrays). `Head` and
+# `Version` below and the lazy `cortex.memory.Memory` read records through these.
+(H_TYPE, H_VERSION, H_CREATED, H_UPDATED, H_FRAMES, H_TAGS, H_IMPORTANCE, H_TOMBSTONE,
+ H_EXPIRES, H_DATA, H_CONFIDENCE, H_SOURCE, H_FORMS, H_TOKENS) = range(14)
+(V_DATA, V_CREATED, V_CREATED_BY, V_CONFIDENCE, V_SOURCE, V_FORMS, V_TOKENS, V_HASH) = range(8)
+
+
+def decode_frames(raw: list[list[Any]], validate: bool = False) -> tuple[Frame, ...]:
+    return tuple(Frame(Verb(v), ObjKind(k), ref) if validate else stored_frame(v, k, ref) for v, k, ref in raw)
+
+
+def decode_data(mtype: int, raw: list[Any], validate: bool = False) -> MemoryData:
+    return DATA_CLASSES[MemoryType(mtype)].from_record(raw, validate)
+
+
 class Head(NamedTuple):
     """The mutable head of a memory, with a copy of its current version.
 
@@ -154,22 +169,21 @@ class Head(NamedTuple):
         """Decode a stored head; `validate` runs the data class rules again (verify())."""
         rec = unpack(key, raw)
         try:
-            mtype = MemoryType(rec[0])
             return Head(
-                type=mtype,
-                version=rec[1],
-                created=rec[2],
-                updated=rec[3],
-                frames=tuple(Frame(Verb(v), ObjKind(k), ref) if validate else stored_frame(v, k, ref) for v, k, ref in rec[4]),
-                tags=tuple(rec[5]),
-                importance=rec[6],
-                tombstone=(rec[7][0], rec[7][1]) if rec[7] else None,
-                expires=rec[8],
-                data=DATA_CLASSES[mtype].from_record(rec[9], validate),
-                confidence=rec[10],
-                source=rec[11],
-                forms=(rec[12][0], rec[12][1]),
-                tokens=(rec[13][0], rec[13][1], rec[13][2]),
+                type=MemoryType(rec[H_TYPE]),
+                version=rec[H_VERSION],
+                created=rec[H_CREATED],
+                updated=rec[H_UPDATED],
+                frames=decode_frames(rec[H_FRAMES], validate),
+                tags=tuple(rec[H_TAGS]),
+                importance=rec[H_IMPORTANCE],
+                tombstone=(rec[H_TOMBSTONE][0], rec[H_TOMBSTONE][1]) if rec[H_TOMBSTONE] else None,
+                expires=rec[H_EXPIRES],
+                data=decode_data(rec[H_TYPE], rec[H_DATA], validate),
+                confidence=rec[H_CONFIDENCE],
+                source=rec[H_SOURCE],
+                forms=(rec[H_FORMS][0], rec[H_FORMS][1]),
+                tokens=(rec[H_TOKENS][0], rec[H_TOKENS][1], rec[H_TOKENS][2]),
             )
         except CorruptRecord:
             raise
@@ -208,14 +222,14 @@ class Version(NamedTuple):
         rec = unpack(key, raw)
         try:
             return Version(
-                data=DATA_CLASSES[mtype].from_record(rec[0], validate),
-                created=rec[1],
-                created_by=rec[2],
-                confidence=rec[3],
-                source=rec[4],
-                forms=(rec[5][0], rec[5][1]),
-                tokens=(rec[6][0], rec[6][1], rec[6][2]),
-                content_hash=rec[7],
+                data=decode_data(mtype, rec[V_DATA], validate),
+                created=rec[V_CREATED],
+                created_by=rec[V_CREATED_BY],
+                confidence=rec[V_CONFIDENCE],
+                source=rec[V_SOURCE],
+                forms=(rec[V_FORMS][0], rec[V_FORMS][1]),
+                tokens=(rec[V_TOKENS][0], rec[V_TOKENS][1], rec[V_TOKENS][2]),
+                content_hash=rec[V_HASH],
             )
         except Exception as exc:
             raise CorruptRecord(key, f"bad version record ({type(exc).__name__}: {exc})") from None

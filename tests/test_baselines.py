@@ -1,0 +1,158 @@
+"""The benchmark baselines give exactly cortex's answers (benchmarks/baselines.py)."""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+import cortex
+from benchmarks import baselines as B
+from benchmarks.workload import Workload
+from cortex import Constraint, Event, Fact, Frame, Goal, Identity
+
+NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
+
+
+def _variants(base: list[dict]) -> list[dict]:
+    """The workload's queries plus budgets small enough to trim hard, tier subsets,
+    outcome limits, every form and a verb-less call."""
+    out = list(base)
+    for i, q in enumerate(base[:12]):
+        out.append({**q, "budget_tokens": (1, 60, 150, 400)[i % 4]})
+    for i, q in enumerate(base[12:18]):
+        tiers = (["outcomes", "frame_relevant"], ["frame_relevant"], ["pinned", "frame_relevant"])[i % 3]
+        out.append({**q, "include_tiers": tiers, "budget_tokens": 300})
+    for i, q in enumerate(base[18:22]):
+        out.append({**q, "outcome_limit": (1, 10)[i % 2], "form": ("short", "full")[i % 2]})
+    out.append({"verb": None, "budget_tokens": 200})
+    out.append({"verb": "acquire", "objects": {}, "form": "full"})
+    return out
+
+
+def _assert_same(c, sqlite, query):
+    q = {**query, "now": NOW}
+    want = c.context(**q)
+    for got in (B.original_context(c, **q), sqlite.context(**q), sqlite.context(scoring="bulk", **q)):
+        assert B.answer(got) == B.answer(want), query
+        assert got.pinned == want.pinned and got.outcomes == want.outcomes and got.frame_relevant == want.frame_relevant
+        assert dict(got.scores) == dict(want.scores)  # bit-identical floats
+        assert dict(got.tokens) == dict(want.tokens)
+    return want
+
+
+@pytest.fixture(scope="module")
+def workload_env(tmp_path_factory):
+    path = tmp_path_factory.mktemp("baselines") / "s"
+    workload = Workload(500, seed=5)
+    workload.build(str(path), progress=False)
+    with cortex.open(path, actor="bench-agent", mode="r") as c, B.SqliteStore() as sqlite:
+        assert sqlite.load_from(c) == 500
+        yield workload, c, sqlite
+
+
+def test_three_implementations_agree_on_the_workload(workload_env):
+    workload, c, sqlite = workload_env
+    queries = _variants(workload.queries(30))
+    bundles = [_assert_same(c, sqlite, q) for q in queries]
+    assert sum(b.trimmed for b in bundles) > 0
+    assert any(len(b.memories()) == 1 and b.trimmed for b in bundles)  # budget 1: keep one
+    assert any(b.outcomes for b in bundles) and any(b.frame_relevant for b in bundles) and any(b.pinned for b in bundles)
+
+
+def test_compare_checks_then_reports_ratios(workload_env):
+    workload, c, sqlite = workload_env
+    report = B.compare(c, workload.queries(10), NOW, sqlite=sqlite)
+    for name in ("cortex", "original", "sqlite", "sqlite_bulk"):
+        assert report[name]["p50_ms"] > 0 and report[name]["p99_ms"] >= report[name]["p50_ms"]
+    assert report["ratio_original"] == report["original"]["p50_ms"] / report["cortex"]["p50_ms"]
+    assert report["ratio_sqlite"] == report["sqlite"]["p50_ms"] / report["cortex"]["p50_ms"]
+    assert report["queries"] == 10
+
+
+def test_compare_loads_its_own_sqlite_copy(workload_env):
+    workload, c, _ = workload_env
+    report = B.compare(c, workload.queries(3), NOW)
+    assert report["sqlite_load_s"] > 0 and report["ratio_sqlite"] > 0
+
+
+def test_a_disagreement_names_the_query(workload_env, monkeypatch):
+    workload, c, sqlite = workload_env
+    real = B.original_context
+
+    def wrong(c, **q):
+        r = real(c, **q)
+        return B.Result(**{**r.__dict__, "pinned": r.pinned[1:]})
+
+    monkeypatch.setattr(B, "original_context", wrong)
+    with pytest.raises(AssertionError, match=r"original disagrees with cortex on query 0 .*differing \['pinned'"):
+        B.compare(c, workload.queries(3), NOW, sqlite=sqlite)
+
+
+class _Clock:
+    def __init__(self, now):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+def test_agree_on_updates_expiry_tombstones_and_feedback(tmp_path):
+    """The cases the workload does not make: expiry, pinned membership changed by
+    update, importance from update_head, attest both ways, a tombstoned newest
+    outcome, same-instant outcomes, tiers left out."""
+    clock = _Clock(NOW - timedelta(days=200))
+    gpu = Frame("acquire", "service", "gpu")
+    alt = Frame("acquire", "model", "gpu")  # same ref, other kind: an outcome, not frame-relevant for {"service": "gpu"}
+    rng = random.Random(3)
+    with cortex.open(tmp_path / "s", actor="a", clock=clock, entropy=rng.randbytes) as c:
+        c.write(Identity(name="me"), frames=[gpu])
+        hard = c.write(Constraint(statement="never pay above 2 USD", strength="hard", polarity="dont", source="user_declared"), frames=[gpu])
+        soft = c.write(Constraint(statement="prefer eu", strength="soft", polarity="prefer", source="learned"), frames=[gpu], importance=3)
+        goal = c.write(Goal(statement="lease a gpu", status="active"), frames=[gpu])
+        c.write(Goal(statement="expiring goal", status="active"), expires_at=NOW - timedelta(days=1))
+        events = []
+        for day in range(12):
+            clock.now += timedelta(days=7)
+            batch = c.write_many([
+                cortex.Write(Event(kind="payment", outcome=rng.choice(("success", "failure")), summary=f"paid {day}.{j}"),
+                             frames=[rng.choice((gpu, alt))], importance=rng.randint(0, 10),
+                             expires_at=NOW - timedelta(hours=1) if (day, j) == (11, 0) else (NOW + timedelta(days=3) if j == 1 else None))
+                for j in range(3)
+            ])
+            events += batch
+            c.write(Fact(statement=f"gpu price {day}", subject="gpu", predicate="price"), frames=[gpu], importance=day % 11,
+                    expires_at=NOW - timedelta(days=1) if day == 5 else None)
+        c.write_many([cortex.Write(Fact(statement=f"quote {i}: " + "cheap " * (i % 30), subject="gpu", predicate="price"),
+                                   frames=[gpu], importance=i % 11) for i in range(70)])  # > 64 to trim
+        c.tombstone(events[-1], "wrong")
+        c.update(goal, Goal(statement="lease a gpu", status="completed"))  # leaves the pinned tier
+        c.update(soft, Constraint(statement="prefer eu", strength="hard", polarity="prefer", source="learned"))  # joins it
+        c.update_head(hard, importance=9)
+        c.attest([events[3], events[5]], "success")
+        c.attest([events[4]], "failure", "factual_error")
+        c.tombstone(hard, "revoked")
+
+    with cortex.open(tmp_path / "s", actor="a", mode="r") as c, B.SqliteStore() as sqlite:
+        sqlite.load_from(c)
+        base = {"verb": "acquire", "objects": {"service": "gpu"}}
+        queries = [
+            base,
+            {**base, "objects": {"service": "gpu", "model": "gpu"}},
+            {**base, "outcome_limit": 1},
+            {**base, "outcome_limit": 5, "form": "full"},
+            {**base, "budget_tokens": 40},
+            {**base, "budget_tokens": 1},
+            {**base, "include_tiers": ["frame_relevant"]},
+            {**base, "include_tiers": ["outcomes", "frame_relevant"], "budget_tokens": 100},
+            {**base, "include_tiers": ["pinned"]},
+            {"verb": None},
+        ]
+        bundles = [_assert_same(c, sqlite, q) for q in queries]
+        B.check_agreement(c, sqlite, queries, NOW)
+    first = bundles[0]
+    assert {getattr(m.data, "name", None) or m.data.statement for m in first.pinned} == {"me", "prefer eu"}
+    assert first.outcomes and all(m.type == cortex.MemoryType.EVENT for m in first.outcomes)
+    assert len(bundles[2].outcomes) == 1 and len(bundles[3].outcomes) == 5
+    assert len(bundles[5].memories()) == 1 and len(bundles[5].reachable_uris) == B.MAX_REACHABLE_URIS < bundles[5].trimmed
