@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -112,8 +113,11 @@ class Workload:
                 frames.append(Frame(Verb(rng.randint(1, 10)), kind, ref))
             yield Write(self._data(rng, i), frames=frames, tags=(rng.choice(_WORDS),), importance=rng.randint(0, 10))
 
-    def build(self, path: str, *, progress: bool = True) -> None:
-        """Bulk-load the store at `path` with `write_many`, then tombstone and attest a few."""
+    def build(self, path: str, *, progress: bool = True) -> float:
+        """Bulk-load the store at `path` with `write_many`, then tombstone and attest a
+        few. Returns the seconds spent inside `write_many` (generating the workload's
+        text and the tombstones and attests afterwards are not counted)."""
+        ingest = 0.0
         clock = Clock(START)
         rng = random.Random(self.seed + 1)
         step = YEAR / max(1, self.memories // BATCH)
@@ -123,13 +127,17 @@ class Workload:
             for item in self.writes():
                 batch.append(item)
                 if len(batch) == BATCH:
+                    started = time.perf_counter()
                     uris += c.write_many(batch)
+                    ingest += time.perf_counter() - started
                     batch = []
                     clock.now += step
                     if progress:
                         print(f"\r  loading {len(uris):,}/{self.memories:,}", end="", file=sys.stderr, flush=True)
             if batch:
+                started = time.perf_counter()
                 uris += c.write_many(batch)
+                ingest += time.perf_counter() - started
             if progress:
                 print(file=sys.stderr)
             for uri in rng.sample(uris[PINNED_MEMBERS:], len(uris) // 100):
@@ -141,6 +149,7 @@ class Workload:
                     c.attest(cited, rng.choice(("success", "success", "failure")), "factual_error")
                 except cortex.MemoryTombstoned:
                     continue
+        return ingest
 
     def queries(self, count: int, seed: int = 11) -> list[dict]:
         """`count` context() calls: hot and tail objects, 1–3 objects, all verbs and forms."""
