@@ -24,15 +24,16 @@ from __future__ import annotations
 
 import heapq
 import json
+import struct
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import CorruptRecord, NoTiersIncluded, ValidationError
+from .errors import CorruptRecord, NoTiersIncluded, ValidationError, shown
 from .forms import FORM_NAMES, render_full
 from .ids import encode_id, format_uri
 from .index import actor_obj, entry, frame, pinned
@@ -89,7 +90,7 @@ def _plan(opts: ContextOpts, clock_now: Any) -> _Plan:
     """Validate every option (even those a verb-less call does not use) and normalise."""
     if not isinstance(opts.objects, Mapping):
         raise ValidationError("objects", "must be a mapping of object kind name to ref", opts.objects)
-    objects = sorted({(ObjKind.parse(kind, "objects"), check_ref(f"objects[{kind!r}]", ref)) for kind, ref in opts.objects.items()})
+    objects = sorted({(ObjKind.parse(kind, "objects"), check_ref(f"objects[{shown(kind)}]", ref)) for kind, ref in opts.objects.items()})
     verb = None if opts.verb is None else Verb.parse(opts.verb)
     budget = opts.budget_tokens
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
@@ -102,7 +103,7 @@ def _plan(opts: ContextOpts, clock_now: Any) -> _Plan:
     if opts.include_tiers is None:
         tiers = frozenset(Tier)
     else:
-        if isinstance(opts.include_tiers, (str, Tier)):
+        if isinstance(opts.include_tiers, (str, bytes, Tier)) or not isinstance(opts.include_tiers, Iterable):
             raise ValidationError("include_tiers", "must be a collection of tiers", opts.include_tiers)
         tiers = frozenset(_tier(t) for t in opts.include_tiers)
         if not tiers:
@@ -124,10 +125,9 @@ def _plan(opts: ContextOpts, clock_now: Any) -> _Plan:
 def _tier(value: object) -> Tier:
     if isinstance(value, Tier):
         return value
-    try:
+    if isinstance(value, str) and value in Tier._value2member_map_:
         return Tier(value)
-    except ValueError:
-        raise ValidationError("include_tiers", f"unknown tier {value!r}; tiers: pinned, outcomes, frame_relevant", value) from None
+    raise ValidationError("include_tiers", f"unknown tier {shown(value)}; tiers: pinned, outcomes, frame_relevant", value)
 
 
 # ---------------------------------------------------------------------------
@@ -246,6 +246,21 @@ def _eligible(cols: Columns, now: int, excluded: set[tuple[int, int]]) -> np.nda
     return keep
 
 
+def _scanned_prefixes(plan: _Plan) -> list[bytes]:
+    """Every index prefix a call with this plan reads."""
+    prefixes = [pinned.PREFIX] if Tier.PINNED in plan.tiers else []
+    if plan.verb is not None:
+        if Tier.OUTCOMES in plan.tiers:
+            prefixes += [actor_obj.prefix(plan.verb, ref) for ref in sorted({ref for _, ref in plan.objects})]
+        if Tier.FRAME_RELEVANT in plan.tiers:
+            prefixes += [frame.prefix(plan.verb, kind, ref) for kind, ref in plan.objects]
+    return prefixes
+
+
+def _corrupt_index(c: Cortex, plan: _Plan, detail: str, record: bytes | None = None) -> CorruptRecord:
+    return entry.first_bad(c._kv, _scanned_prefixes(plan), detail, record)
+
+
 def _id_pairs(cols: Columns) -> set[tuple[int, int]]:
     return set(zip(cols["id_hi"].tolist(), cols["id_lo"].tolist()))
 
@@ -342,17 +357,20 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
     excluded: set[tuple[int, int]] = set()
     tiered = plan.verb is not None and bool(plan.objects)
     included = [t for t in _TIER_ORDER if t in plan.tiers and (t is Tier.PINNED or tiered)]
-    for tier in included:
-        if tier is Tier.PINNED:
-            cols = _pinned(c, plan)
-        elif tier is Tier.OUTCOMES:
-            cols = _outcomes(c, plan, excluded)
-        else:
-            cols = _frame_relevant(c, plan, excluded)
-        if tier is not included[-1]:
-            excluded |= _id_pairs(cols)  # dedup: a later tier skips these ids
-        parts.append(cols)
-        tier_of.append(np.full(len(cols), _TIER_ORDER.index(tier), dtype=np.int8))
+    try:
+        for tier in included:
+            if tier is Tier.PINNED:
+                cols = _pinned(c, plan)
+            elif tier is Tier.OUTCOMES:
+                cols = _outcomes(c, plan, excluded)
+            else:
+                cols = _frame_relevant(c, plan, excluded)
+            if tier is not included[-1]:
+                excluded |= _id_pairs(cols)  # dedup: a later tier skips these ids
+            parts.append(cols)
+            tier_of.append(np.full(len(cols), _TIER_ORDER.index(tier), dtype=np.int8))
+    except (ValueError, struct.error) as exc:  # a value of the wrong size
+        raise _corrupt_index(c, plan, str(exc)) from None
 
     token_field = entry.TOKEN_FIELDS[plan.form]
     cols = Columns.concat(parts, (*_FIELDS, token_field))
@@ -362,6 +380,8 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
         tiers == _TIER_ORDER.index(Tier.PINNED), plan.now, weights,
     )
     tokens = cols[token_field].astype(np.int64)
+    if entry.unsound(cols):
+        raise _corrupt_index(c, plan, "type or version out of range")
 
     # Trim: drop the lowest (score, id) first while over budget, keeping one.
     order = np.lexsort((cols["id_lo"], cols["id_hi"], scores))
@@ -384,10 +404,14 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
     memories: dict[int, list[tuple[tuple[Any, ...], Memory]]] = {0: [], 1: [], 2: []}
     rendered: dict[str, str] = {}
     outcome_tier = _TIER_ORDER.index(Tier.OUTCOMES)
-    for key, raw, tier, score, created in zip(keys, c._kv.multi_get(keys), tiers[keep].tolist(), scores[keep].tolist(), cols["created"][keep].tolist()):
+    for key, raw, tier, score, created, version in zip(
+        keys, c._kv.multi_get(keys), tiers[keep].tolist(), scores[keep].tolist(), cols["created"][keep].tolist(), cols["version"][keep].tolist()
+    ):
         if raw is None:
-            raise CorruptRecord(key, "index entry points at a missing head")
+            raise _corrupt_index(c, plan, "an index entry names a memory with no head", key)
         memory = Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw))
+        if memory.version != version:
+            raise _corrupt_index(c, plan, f"the index says version {version}, the head {memory.version}", key)
         rendered[memory.id] = render_full(memory.data) if plan.form == "full" else memory.form(plan.form)
         sort_key: tuple[Any, ...] = (-created, -score, memory.id) if tier == outcome_tier else (-score, memory.id)
         memories[tier].append((sort_key, memory))

@@ -38,6 +38,7 @@ from .errors import (
     NotFound,
     ReadOnlyStore,
     StoreClosed,
+    StoreError,
     StoreLocked,
     TypeMismatch,
     ValidationError,
@@ -210,7 +211,12 @@ def open(
         raise ValidationError("entropy", "must be a callable like os.urandom", entropy)
     cache_mb = options.get("cache_mb", 1024)
     check_int("cache_mb", cache_mb, lo=1, hi=1 << 20)
+    if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+        raise ValidationError("path", "must be a str or a path-like object naming a directory", path)
     path = os.fspath(path)
+    check_text("path", path, required=True, max_bytes=4096)
+    if "\x00" in path:
+        raise ValidationError("path", "must not contain NUL characters", path)
     return Cortex(path, actor=actor, mode=mode, clock=clock or _system_clock, sync=sync, entropy=entropy, cache_mb=cache_mb)
 
 
@@ -233,7 +239,7 @@ def _open_kv(path: str, mode: str, cache_mb: int, sync: bool) -> tuple[KV, str |
                 f"store {path!r} is open for writing by another process or handle; "
                 'open it with mode="r" to read beside the writer'
             ) from None
-        raise
+        raise StoreError(f"cannot open store {path!r}: {exc}") from None
 
 
 class Cortex:
@@ -355,7 +361,9 @@ class Cortex:
         ascend in item order.
         """
         self._check_writable()
-        batch = list(items) if not isinstance(items, list) else items
+        if isinstance(items, (str, bytes, Write)) or not isinstance(items, Iterable):
+            raise ValidationError("items", "must be an iterable of cortex.Write", items)
+        batch = list(items)
         for i, item in enumerate(batch):
             if not isinstance(item, Write):
                 raise ValidationError(f"items[{i}]", f"must be a cortex.Write, not {type(item).__name__}", item)
@@ -627,7 +635,7 @@ class Cortex:
         index (about 0.3 µs per memory)."""
         self._check_open()
         with self._lock.read():
-            rows = entry.decode_many(self._kv.scan_values(by_type.PREFIX))
+            rows = entry.scan_rows(self._kv, by_type.PREFIX)
             tombstoned = int(((rows["flags"] & entry.FLAG_TOMBSTONED) != 0).sum())
             codes, counts = np.unique(rows["type"], return_counts=True)
             by_kind = {MemoryType(int(code)).type_name: int(count) for code, count in zip(codes, counts)}
@@ -667,7 +675,7 @@ class Cortex:
             try:
                 before = {i: scores.get(i) for i in salience.touched_ids(item.payload)}
                 learned, after = salience.step(weights or DEFAULT_WEIGHTS, before, item.kind, item.at, item.payload)
-            except (AssertionError, ValueError, KeyError, TypeError) as exc:
+            except (AssertionError, AttributeError, ValueError, KeyError, TypeError) as exc:
                 if problems is None:
                     raise CorruptRecord(key, f"journal entry cannot be replayed ({exc})") from None
                 problems.append(f"{_show(key)}: journal entry cannot be replayed ({exc})")
@@ -737,12 +745,21 @@ class Cortex:
                 problems.append("meta/weights: stored weights differ from the journal's feedback")
         return problems
 
-    def rebuild(self) -> None:
-        """Recreate every derived key (indexes, salience) from the canonical keys."""
+    def rebuild(self) -> list[str]:
+        """Recreate every derived key (indexes, salience, weights) from the canonical
+        keys; return the damage to canonical records it could not repair (the lines
+        `verify()` gives for them; empty when there is none).
+
+        A memory whose head, or the journal entry that wrote it, cannot be read loses
+        its derived keys: it can be neither scored nor found until its record is
+        restored. Work is written in batches of 50,000 keys; an interrupted rebuild
+        leaves the store no worse and can be run again.
+        """
         self._check_writable()
+        problems: list[str] = []
         with self._lock.write():
-            _, scores, weights = self._replay_journal()
-            expected = self._expected_derived(scores, None)
+            _, scores, weights = self._replay_journal(problems)
+            expected = self._expected_derived(scores, problems)
             puts: dict[bytes, bytes | None] = {META_WEIGHTS: None if weights is None else weights.encode()}
             for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX):
                 for key in self._kv.scan_keys(prefix):
@@ -752,6 +769,7 @@ class Cortex:
             keys = list(puts)
             for start in range(0, len(keys), 50_000):
                 self._kv.write({k: puts[k] for k in keys[start : start + 50_000]})
+        return problems
 
     # -- context -----------------------------------------------------------------
 

@@ -6,6 +6,22 @@ anything is written, so a rejected call leaves the store (and its root) unchange
 
 from __future__ import annotations
 
+import reprlib
+
+_SHOW = reprlib.Repr()
+_SHOW.maxlevel = 3
+_SHOW.maxstring = 80
+_SHOW.maxother = 80
+
+
+def shown(value: object) -> str:
+    """A short repr of a user-supplied value for an error message: bounded in length
+    and depth, and never failing (a cyclic, huge or hostile value included)."""
+    try:
+        return _SHOW.repr(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
+
 
 class CortexError(Exception):
     """Base class of every error cortex raises on purpose."""
@@ -65,6 +81,10 @@ class ReadOnlyStore(CortexError):
     """A write on a store opened with `mode="r"`."""
 
 
+class StoreError(CortexError, OSError):
+    """RocksDB could not open or use the store's directory (the message says why)."""
+
+
 class StoreClosed(CortexError):
     """A call on a store after `close()`."""
 
@@ -92,6 +112,7 @@ __all__ = [
     "StoreLocked",
     "ActorMismatch",
     "ReadOnlyStore",
+    "StoreError",
     "StoreClosed",
     "CorruptRecord",
 ]

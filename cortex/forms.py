@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from .errors import ValidationError
+from .errors import ValidationError, shown
 from .model import (
     Belief,
     Capability,
@@ -163,7 +163,7 @@ class Tokenizer:
 
     def __init__(self, name: str = DEFAULT_ENCODING) -> None:
         if name not in _OFFLINE_ENCODINGS:
-            raise ValidationError("tokenizer", f"unsupported encoding {name!r}; supported: {', '.join(_OFFLINE_ENCODINGS)}", name)
+            raise ValidationError("tokenizer", f"unsupported encoding {shown(name)}; supported: {', '.join(_OFFLINE_ENCODINGS)}", name)
         self.name = name
 
     @property
@@ -249,7 +249,7 @@ def check_forms(value: object) -> dict[str, str] | None:
     if not isinstance(value, dict) or not value or set(value) - {"short", "medium"}:
         raise ValidationError("forms", 'must be a dict with the keys "short" and/or "medium"', value)
     for key, text in value.items():
-        check_text(f"forms[{key!r}]", text, required=True)
+        check_text(f"forms[{shown(key)}]", text, required=True)
     return dict(value)
 
 

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import BadURI
+from .errors import BadURI, ValidationError
 from .model import MemoryType
 
 ID_BYTES = 16
@@ -70,7 +70,10 @@ class IdGenerator:
 
     def next(self, millis: int) -> bytes:
         with self._lock:
-            candidate = (millis << 80) | int.from_bytes(self._entropy(10), "big")
+            random_bits = self._entropy(10)
+            if not isinstance(random_bits, bytes) or len(random_bits) != 10:
+                raise ValidationError("entropy", "must return the n random bytes it is asked for (like os.urandom)", random_bits)
+            candidate = (millis << 80) | int.from_bytes(random_bits, "big")
             if candidate <= self._last:
                 candidate = self._last + 1
             self._last = candidate

@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import CorruptRecord
 from .ids import encode_id
-from .model import DATA_CLASSES, Frame, MemoryData, MemoryType, field_names, from_micros, json_value
+from .model import Frame, MemoryData, MemoryType, from_micros, json_value
 from .store import (
     H_CONFIDENCE,
     H_CREATED,
@@ -42,6 +42,9 @@ from .store import (
     decode_data,
     decode_frames,
     head_key,
+    head_shape_ok,
+    version_key,
+    version_shape_ok,
 )
 
 FIELDS = (
@@ -90,13 +93,12 @@ class Memory:
     def stored(cls, raw_id: bytes, head: list[Any], number: int | None = None, version: list[Any] | None = None) -> Memory:
         """A view over a decoded head record (the current version), or over an older
         version record with the head's memory-wide fields."""
+        if not head_shape_ok(head):
+            raise CorruptRecord(head_key(raw_id), "bad head record")
+        if version is not None and not version_shape_ok(version, head[H_TYPE]):
+            raise CorruptRecord(version_key(raw_id, number or 0), "bad version record")
         memory = object.__new__(cls)
         _set(memory, _fields={}, _raw_id=raw_id, _head=head, _version=version, _number=number or head[H_VERSION])
-        if not (isinstance(head, list) and len(head) == 14 and head[H_TYPE] in _TYPE_CODES
-                and isinstance(head[H_DATA], list) and len(head[H_DATA]) == len(field_names(DATA_CLASSES[MemoryType(head[H_TYPE])]))):
-            raise CorruptRecord(head_key(raw_id), "bad head record")
-        if version is not None and not (isinstance(version, list) and len(version) == 8 and isinstance(version[V_DATA], list)):
-            raise CorruptRecord(head_key(raw_id), f"bad record of version {number}")
         return memory
 
     def _get(self, name: str) -> Any:
@@ -156,9 +158,6 @@ class Memory:
 def _set(memory: Memory, **slots: Any) -> None:
     for name, value in slots.items():
         object.__setattr__(memory, name, value)
-
-
-_TYPE_CODES = frozenset(int(t) for t in MemoryType)
 
 
 def _current(m: Memory, head_index: int, version_index: int) -> Any:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
 
-from .errors import EmptyObjRef, InvalidObjKind, InvalidVerb, ValidationError
+from .errors import EmptyObjRef, InvalidObjKind, InvalidVerb, ValidationError, shown
 
 MAX_TEXT_BYTES = 16 * 1024
 MAX_LIST_ITEMS = 256
@@ -62,7 +62,7 @@ class MemoryType(enum.IntEnum):
     def from_type_name(cls, name: str) -> MemoryType:
         member = cls.__members__.get(name.upper())
         if member is None or member.type_name != name:
-            raise ValidationError("type", f"unknown memory type {name!r}", name)
+            raise ValidationError("type", f"unknown memory type {shown(name)}", name)
         return member
 
 
@@ -73,7 +73,7 @@ def _parse_member(cls: Any, value: object, field_name: str, error: type[Validati
     if isinstance(value, str) and value.islower() and value.upper() in cls.__members__:
         return cls[value.upper()]
     names = ", ".join(member.name.lower() for member in cls)
-    raise error(field_name, f"unknown {label} {value!r}; must be one of {names}", value)
+    raise error(field_name, f"unknown {label} {shown(value)}; must be one of {names}", value)
 
 
 _TYPE_NAMES = {member: member.name.capitalize() for member in MemoryType}
@@ -162,7 +162,7 @@ def check_texts(field_name: str, value: object, *, max_items: int = MAX_LIST_ITE
 
 def check_choice(field_name: str, value: object, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
-        raise ValidationError(field_name, f"must be one of {', '.join(choices)}; got {value!r}", value)
+        raise ValidationError(field_name, f"must be one of {', '.join(choices)}; got {shown(value)}", value)
     return value
 
 
@@ -170,9 +170,9 @@ def check_number(field_name: str, value: object, *, lo: float | None = None, hi:
     """A finite int or float (not bool) within [lo, hi], returned as float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValidationError(field_name, f"must be a number, not {type(value).__name__}", value)
-    number = float(value) if not isinstance(value, float) else value
     if isinstance(value, int) and abs(value) > 2**53:
         raise ValidationError(field_name, "must be at most 2**53 in magnitude", value)
+    number = float(value)
     if not math.isfinite(number):
         raise ValidationError(field_name, "must be a finite number", value)
     if lo is not None and number < lo or hi is not None and number > hi:
@@ -196,7 +196,10 @@ def check_datetime(field_name: str, value: object) -> datetime | None:
         raise ValidationError(field_name, f"must be a datetime, not {type(value).__name__}", value)
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValidationError(field_name, "must be timezone-aware", value)
-    utc = value.astimezone(timezone.utc)
+    try:
+        utc = value.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValidationError(field_name, "is out of the representable range", value) from None
     if utc < EPOCH:
         raise ValidationError(field_name, "must not be before 1970-01-01", value)
     return utc
@@ -547,9 +550,9 @@ class Capability(MemoryData):
             raise ValidationError("parameters", f"must hold at most {MAX_LIST_ITEMS} items", params)
         for key, value in params.items():
             check_text("parameters key", key, required=True)
-            check_text(f"parameters[{key!r}]", value, required=False)
+            check_text(f"parameters[{shown(key)}]", value, required=False)
             if value is None:
-                raise ValidationError(f"parameters[{key!r}]", "must be a string", value)
+                raise ValidationError(f"parameters[{shown(key)}]", "must be a string", value)
         self._set("parameters", dict(sorted(params.items())))
         if not isinstance(self.verified, bool):
             raise ValidationError("verified", "must be a bool", self.verified)

@@ -12,7 +12,7 @@ small limit reads few records. A query must be bounded (`limit` and/or
 `budget_tokens`, else `Unbounded`) and selective (`type` and/or `tags`, else
 `TooBroad`).
 
-* `where`: a predicate on data fields: `(op, field, value)` with op one of eq, ne,
+* `where`: a predicate on data fields (nested at most `MAX_WHERE_DEPTH` = 32 deep): `(op, field, value)` with op one of eq, ne,
   lt, lte, gt, gte, in (value a list), or `("and", p, ...)`, `("or", p, ...)`,
   `("not", p)`; a dict `{field: value, ...}` is the `and` of `eq`s. A field that
   no data class (or not the given type) has raises `ValidationError`. A memory
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import TooBroad, Unbounded, ValidationError
+from .errors import TooBroad, Unbounded, ValidationError, shown
 from .forms import FORM_NAMES
 from .index import by_tag, by_type, entry
 from .memory import Memory
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .core import Cortex
 
 ORDERS = ("salience", "created", "-created")
+MAX_WHERE_DEPTH = 32
 _CHUNK = 256
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "lt": operator.lt, "lte": operator.le, "gt": operator.gt, "gte": operator.ge,
@@ -69,7 +70,7 @@ def _memory_type(value: object) -> MemoryType | None:
         member = MemoryType.__members__.get(value.upper())
         if member is not None:
             return member
-    raise ValidationError("type", f"must be a MemoryType, a data class or a type name like 'Fact'; got {value!r}", value)
+    raise ValidationError("type", f"must be a MemoryType, a data class or a type name like 'Fact'; got {shown(value)}", value)
 
 
 def _orderable(a: object, b: object) -> bool:
@@ -79,33 +80,35 @@ def _orderable(a: object, b: object) -> bool:
     return (isinstance(a, numbers) and isinstance(b, numbers)) or (isinstance(a, str) and isinstance(b, str)) or (isinstance(a, datetime) and isinstance(b, datetime))
 
 
-def compile_where(where: object, known: set[str]) -> Predicate | None:
+def compile_where(where: object, known: set[str], depth: int = 0) -> Predicate | None:
     """Validate a `where` clause and turn it into a predicate on data values."""
     if where is None:
         return None
+    if depth > MAX_WHERE_DEPTH:
+        raise ValidationError("where", f"nests deeper than {MAX_WHERE_DEPTH} levels", where)
     if isinstance(where, Mapping):
-        return compile_where(("and", *[("eq", k, v) for k, v in where.items()]), known)
+        return compile_where(("and", *[("eq", k, v) for k, v in where.items()]), known, depth + 1)
     if not isinstance(where, (tuple, list)) or not where or not isinstance(where[0], str):
         raise ValidationError("where", "must be (op, field, value), ('and'|'or', p, ...), ('not', p) or a dict", where)
     op, *args = where
     if op in ("and", "or"):
         if not args:
-            raise ValidationError("where", f"{op!r} needs at least one predicate", where)
-        parts = [compile_where(a, known) for a in args]
+            raise ValidationError("where", f"{shown(op)} needs at least one predicate", where)
+        parts = [compile_where(a, known, depth + 1) for a in args]
         combine = all if op == "and" else any
         return lambda data: combine(p(data) for p in parts)  # type: ignore[misc]
     if op == "not":
         if len(args) != 1:
             raise ValidationError("where", "'not' takes one predicate", where)
-        inner = compile_where(args[0], known)
+        inner = compile_where(args[0], known, depth + 1)
         return lambda data: not inner(data)  # type: ignore[misc]
     if op not in ("eq", "ne", "in", *_COMPARE):
-        raise ValidationError("where", f"unknown operator {op!r}; operators: eq, ne, lt, lte, gt, gte, in, and, or, not", where)
+        raise ValidationError("where", f"unknown operator {shown(op)}; operators: eq, ne, lt, lte, gt, gte, in, and, or, not", where)
     if len(args) != 2 or not isinstance(args[0], str):
-        raise ValidationError("where", f"{op!r} takes a field name and a value", where)
+        raise ValidationError("where", f"{shown(op)} takes a field name and a value", where)
     name, value = args
     if name not in known:
-        raise ValidationError("where", f"unknown field {name!r}", where)
+        raise ValidationError("where", f"unknown field {shown(name)}", where)
     missing = object()
     if op == "eq":
         return lambda data: getattr(data, name, missing) == value
@@ -163,7 +166,7 @@ def find(c: Cortex, *, type: Any, tags: Iterable[str], where: Any, order_by: str
 
 def _candidates(c: Cortex, mtype: MemoryType | None, tags: tuple[str, ...], include_tombstoned: bool) -> np.ndarray:
     if tags:
-        buckets = [entry.decode_many(c._kv.scan_values(by_tag.prefix(tag))) for tag in tags]
+        buckets = [entry.scan_rows(c._kv, by_tag.prefix(tag)) for tag in tags]
         rows = buckets[0]
         for other in buckets[1:]:
             ids = set(zip(other["id_hi"].tolist(), other["id_lo"].tolist()))
@@ -172,7 +175,7 @@ def _candidates(c: Cortex, mtype: MemoryType | None, tags: tuple[str, ...], incl
             rows = rows[rows["type"] == int(mtype)]
     else:
         assert mtype is not None
-        rows = entry.decode_many(c._kv.scan_values(by_type.prefix(mtype)))
+        rows = entry.scan_rows(c._kv, by_type.prefix(mtype))
     if not include_tombstoned:
         rows = rows[(rows["flags"] & entry.FLAG_TOMBSTONED) == 0]
     return rows

@@ -45,8 +45,8 @@ from rocksdict import (
     WriteOptions,
 )
 
-from .errors import CorruptRecord
-from .model import DATA_CLASSES, Frame, MemoryData, MemoryType, ObjKind, Verb, stored_frame
+from .errors import CorruptRecord, StoreError
+from .model import DATA_CLASSES, Frame, MemoryData, MemoryType, ObjKind, Verb, field_names, stored_frame
 
 SCHEMA_VERSION = 1
 
@@ -110,6 +110,58 @@ def unpack(key: bytes, raw: bytes) -> Any:
 (V_DATA, V_CREATED, V_CREATED_BY, V_CONFIDENCE, V_SOURCE, V_FORMS, V_TOKENS, V_HASH) = range(8)
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _texts(value: Any, count: int | None = None) -> bool:
+    return isinstance(value, list) and (count is None or len(value) == count) and all(isinstance(v, str) for v in value)
+
+
+def _ints(value: Any, count: int) -> bool:
+    return isinstance(value, list) and len(value) == count and all(_is_int(v) and 0 <= v < 2**32 for v in value)
+
+
+def _data_ok(mtype: Any, data: Any) -> bool:
+    return (_is_int(mtype) and mtype in _TYPE_CODES and isinstance(data, list)
+            and len(data) == len(field_names(DATA_CLASSES[MemoryType(mtype)])))
+
+
+def head_shape_ok(rec: Any) -> bool:
+    """Whether a decoded head record has the shape the write path stores: the cheap
+    check the lazy read path relies on (field values are checked as they decode)."""
+    try:
+        return (
+            isinstance(rec, list) and len(rec) == 14
+            and _data_ok(rec[H_TYPE], rec[H_DATA])
+            and all(_is_int(rec[i]) and 0 <= rec[i] < 2**63 for i in (H_CREATED, H_UPDATED))
+            and _is_int(rec[H_VERSION]) and 1 <= rec[H_VERSION] < 2**32
+            and _is_int(rec[H_IMPORTANCE]) and 0 <= rec[H_IMPORTANCE] <= 10
+            and isinstance(rec[H_FRAMES], list) and all(isinstance(f, list) and len(f) == 3 for f in rec[H_FRAMES])
+            and _texts(rec[H_TAGS])
+            and (rec[H_TOMBSTONE] is None or isinstance(rec[H_TOMBSTONE], list) and len(rec[H_TOMBSTONE]) == 2)
+            and (rec[H_EXPIRES] is None or _is_int(rec[H_EXPIRES]) and 0 <= rec[H_EXPIRES] < 2**63)
+            and isinstance(rec[H_CONFIDENCE], (int, float)) and isinstance(rec[H_SOURCE], str)
+            and _texts(rec[H_FORMS], 2) and _ints(rec[H_TOKENS], 3)
+        )
+    except Exception:
+        return False
+
+
+def version_shape_ok(rec: Any, mtype: Any) -> bool:
+    try:
+        return (
+            isinstance(rec, list) and len(rec) == 8 and _data_ok(mtype, rec[V_DATA])
+            and _is_int(rec[V_CREATED]) and isinstance(rec[V_CONFIDENCE], (int, float))
+            and isinstance(rec[V_SOURCE], str) and _texts(rec[V_FORMS], 2) and _ints(rec[V_TOKENS], 3)
+        )
+    except Exception:
+        return False
+
+
+_TYPE_CODES = frozenset(int(t) for t in MemoryType)
+
+
 def decode_frames(raw: list[list[Any]], validate: bool = False) -> tuple[Frame, ...]:
     return tuple(Frame(Verb(v), ObjKind(k), ref) if validate else stored_frame(v, k, ref) for v, k, ref in raw)
 
@@ -168,6 +220,8 @@ class Head(NamedTuple):
     def decode(key: bytes, raw: bytes, validate: bool = False) -> Head:
         """Decode a stored head; `validate` runs the data class rules again (verify())."""
         rec = unpack(key, raw)
+        if not head_shape_ok(rec):
+            raise CorruptRecord(key, "bad head record")
         try:
             return Head(
                 type=MemoryType(rec[H_TYPE]),
@@ -220,6 +274,8 @@ class Version(NamedTuple):
     @staticmethod
     def decode(key: bytes, raw: bytes, mtype: MemoryType, validate: bool = False) -> Version:
         rec = unpack(key, raw)
+        if not version_shape_ok(rec, int(mtype)):
+            raise CorruptRecord(key, "bad version record")
         try:
             return Version(
                 data=decode_data(mtype, rec[V_DATA], validate),
@@ -270,10 +326,16 @@ class KV:
         self.db.close()
 
     def get(self, key: bytes) -> bytes | None:
-        return self.db.get(key)
+        try:
+            return self.db.get(key)
+        except Exception as exc:
+            raise _translated(key, exc) from None
 
     def multi_get(self, keys: list[bytes]) -> list[bytes | None]:
-        return self.db.get(keys) if keys else []
+        try:
+            return self.db.get(keys) if keys else []
+        except Exception as exc:
+            raise _translated(keys[0], exc) from None
 
     def write(self, puts: dict[bytes, bytes | None]) -> None:
         """Apply puts (value None = delete) as one atomic WriteBatch."""
@@ -283,37 +345,64 @@ class KV:
                 batch.delete(key)
             else:
                 batch.put(key, value)
-        self.db.write(batch, self._write_opts)
+        try:
+            self.db.write(batch, self._write_opts)
+        except Exception as exc:
+            raise _translated(next(iter(puts), b""), exc) from None
 
     def scan_values(self, prefix: bytes) -> list[bytes]:
         """Values of every key with `prefix`, in key order (consumed in C: a Python
         generator here cost more than the scan itself)."""
         ro = ReadOptions()
         ro.set_iterate_upper_bound(prefix_end(prefix))
-        return list(self.db.values(from_key=prefix, read_opt=ro))
+        try:
+            return list(self.db.values(from_key=prefix, read_opt=ro))
+        except Exception as exc:
+            raise _translated(prefix, exc) from None
 
     def scan_items(self, prefix: bytes, start: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
         ro = ReadOptions()
         ro.set_iterate_upper_bound(prefix_end(prefix))
-        yield from self.db.items(from_key=start or prefix, read_opt=ro)
+        try:
+            yield from self.db.items(from_key=start or prefix, read_opt=ro)
+        except Exception as exc:
+            raise _translated(prefix, exc) from None
 
     def scan_keys(self, prefix: bytes) -> Iterator[bytes]:
         ro = ReadOptions()
         ro.set_iterate_upper_bound(prefix_end(prefix))
-        yield from self.db.keys(from_key=prefix, read_opt=ro)
+        try:
+            yield from self.db.keys(from_key=prefix, read_opt=ro)
+        except Exception as exc:
+            raise _translated(prefix, exc) from None
 
     def scan_items_backward(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Items with `prefix`, last key first."""
-        for key, value in self.db.items(backwards=True, from_key=prefix_end(prefix)):
-            if not key.startswith(prefix):
-                if key < prefix:
-                    return
-                continue  # from_key itself, when it exists, is past the prefix
-            yield key, value
+        try:
+            for key, value in self.db.items(backwards=True, from_key=prefix_end(prefix)):
+                if not key.startswith(prefix):
+                    if key < prefix:
+                        return
+                    continue  # from_key itself, when it exists, is past the prefix
+                yield key, value
+        except Exception as exc:
+            raise _translated(prefix, exc) from None
 
     def last_key(self, prefix: bytes) -> bytes | None:
         """The greatest key with `prefix`, or None."""
         return next((key for key, _ in self.scan_items_backward(prefix)), None)
 
     def catch_up(self) -> None:
-        self.db.try_catch_up_with_primary()
+        try:
+            self.db.try_catch_up_with_primary()
+        except Exception as exc:
+            raise _translated(b"", exc) from None
+
+
+def _translated(key: bytes, exc: Exception) -> Exception:
+    """A RocksDB failure as a cortex error: `CorruptRecord` (naming the key or prefix
+    being read) when RocksDB found corruption (a checksum mismatch), else `StoreError`."""
+    text = str(exc)
+    if text.startswith("Corruption") or "checksum" in text.lower():
+        return CorruptRecord(key, f"RocksDB reports corruption: {text[:300]}")
+    return StoreError(f"RocksDB failed at {key!r}: {text[:300]}")

@@ -16,8 +16,14 @@ rewritten in the same batch as any change to these fields (`cortex.index.entries
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from ..errors import CorruptRecord
+
+if TYPE_CHECKING:
+    from ..store import KV
 
 FLAG_PINNED = 1
 FLAG_TOMBSTONED = 2
@@ -78,9 +84,46 @@ def expires_of(value: bytes) -> int:
     return _EXPIRES.unpack_from(value, _EXPIRES_OFFSET)[0]
 
 
+def version_of(value: bytes) -> int:
+    return int.from_bytes(value[19:23], "big")
+
+
 def id_pair(value: bytes) -> tuple[int, int]:
     """(id_hi, id_lo) of one value: the form the composer's id sets use."""
     return int.from_bytes(value[:8], "big"), int.from_bytes(value[8:16], "big")
+
+
+def is_sound(key: bytes, value: bytes) -> bool:
+    """Whether an index entry's value can be what the write path stored under `key`:
+    the right size, the id that ends the key, a known type, a version."""
+    return len(value) == SIZE and value[:16] == key[-16:] and 1 <= value[16] <= 9 and version_of(value) > 0
+
+
+def first_bad(kv: KV, prefixes: list[bytes], detail: str, otherwise: bytes | None = None) -> CorruptRecord:
+    """The error naming the first unsound entry under `prefixes` (the slow path, taken
+    only after a bulk check failed: it reads the keys too), or else the key
+    `otherwise` (the record the check was about)."""
+    for prefix in prefixes:
+        for key, value in kv.scan_items(prefix):
+            if not is_sound(key, value):
+                return CorruptRecord(key, f"bad index value ({detail})")
+    return CorruptRecord(otherwise or (prefixes[0] if prefixes else b"idx/"), detail)
+
+
+def unsound(rows: np.ndarray | Columns) -> bool:
+    """Whether any decoded row has an unknown type or no version (bulk check)."""
+    return bool(len(rows["type"])) and bool(((rows["type"] < 1) | (rows["type"] > 9) | (rows["version"] == 0)).any())
+
+
+def scan_rows(kv: KV, prefix: bytes) -> np.ndarray:
+    """Every value under `prefix`, decoded and checked; `CorruptRecord` names a bad one."""
+    try:
+        rows = decode_many(kv.scan_values(prefix))
+    except ValueError as exc:
+        raise first_bad(kv, [prefix], str(exc)) from None
+    if unsound(rows):
+        raise first_bad(kv, [prefix], "type or version out of range")
+    return rows
 
 
 def decode_many(values: list[bytes]) -> np.ndarray:
