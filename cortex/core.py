@@ -45,7 +45,7 @@ from .errors import (
 )
 from .forms import DEFAULT_ENCODING, Tokenizer, build_forms, check_forms
 from .ids import IdGenerator, URI, decode_id, encode_id, parse_uri
-from .journal import Entry, JournalHead, append, chain
+from .journal import Entry, HeadFacts, JournalHead, append, chain, entry_problem, note, split
 from .memory import Memory
 from .model import (
     Frame,
@@ -388,7 +388,10 @@ class Cortex:
                 )
                 record = item.data.to_record()
                 version = Version(item.data, now, self.actor, item.confidence, item.source, head.forms, head.tokens, content_hash(record))
-                payload = {"id": raw_id, "type": int(head.type), "version": 1, "importance": item.importance, "pinned": pinned}
+                payload = {
+                    "id": raw_id, "type": int(head.type), "version": 1, "importance": item.importance, "pinned": pinned,
+                    "frames": [[int(f.verb), int(f.kind), f.ref] for f in item.frames], "tags": list(item.tags), "expires": head.expires,
+                }
                 score = salience.apply(None, "write", now, payload)
                 puts[head_key(raw_id)] = head.encode(record)
                 puts[version_key(raw_id, 1)] = version.encode(record)
@@ -654,66 +657,85 @@ class Cortex:
 
     # -- upkeep ------------------------------------------------------------------
 
-    def _replay_journal(self, problems: list[str] | None = None) -> tuple[JournalHead, dict[bytes, Score], Weights | None]:
-        """Fold the whole journal: the chain's head, every memory's salience record, and
-        the learned weights (None if no feedback was ever given)."""
+    def _replay_journal(self, problems: list[str] | None = None) -> tuple[JournalHead, dict[bytes, Score], Weights | None, dict[bytes, HeadFacts]]:
+        """Fold the whole journal: the chain's head, every memory's salience record,
+        the learned weights (None if no feedback was ever given), and what the
+        journal implies about every head. With `problems`, malformed entries are
+        reported there and skipped; without, they raise `CorruptRecord`."""
         scores: dict[bytes, Score] = {}
+        facts: dict[bytes, HeadFacts] = {}
         weights: Weights | None = None
         head = JournalHead(0, bytes(32))
-        for key, raw in self._kv.scan_items(JOURNAL_PREFIX):
+        stored_prev = head.root
+        for key, value in self._kv.scan_items(JOURNAL_PREFIX):
+            stored_root, raw = split(value)
+            expected_seq = head.seq + 1
+            head = JournalHead(expected_seq, chain(head.root, raw))
             try:
                 item = Entry.decode(key, raw)
+                problem = entry_problem(item, expected_seq)
             except (CorruptRecord, KeyError, TypeError) as exc:
+                problem = f"undecodable ({type(exc).__name__})"
+            if problem is None and chain(stored_prev, raw) != stored_root:
+                problem = "does not match the hash chain (altered)"
+            stored_prev = stored_root
+            if problem is None:
+                try:
+                    before = {i: scores.get(i) for i in salience.touched_ids(item.payload)}
+                    learned, after = salience.step(weights or DEFAULT_WEIGHTS, before, item.kind, item.at, item.payload)
+                except (AssertionError, AttributeError, ValueError, KeyError, TypeError) as exc:
+                    problem = f"cannot be replayed ({type(exc).__name__})"
+            if problem is not None:
                 if problems is None:
-                    raise CorruptRecord(key, "bad journal entry") from None
-                problems.append(f"{_show(key)}: corrupt journal entry ({exc})")
-                head = JournalHead(head.seq + 1, chain(head.root, raw))
-                continue
-            if item.seq != head.seq + 1 and problems is not None:
-                problems.append(f"{_show(key)}: journal sequence gap (expected {head.seq + 1})")
-            head = JournalHead(item.seq, chain(head.root, raw))
-            try:
-                before = {i: scores.get(i) for i in salience.touched_ids(item.payload)}
-                learned, after = salience.step(weights or DEFAULT_WEIGHTS, before, item.kind, item.at, item.payload)
-            except (AssertionError, AttributeError, ValueError, KeyError, TypeError) as exc:
-                if problems is None:
-                    raise CorruptRecord(key, f"journal entry cannot be replayed ({exc})") from None
-                problems.append(f"{_show(key)}: journal entry cannot be replayed ({exc})")
+                    raise CorruptRecord(key, f"bad journal entry: {problem}")
+                problems.append(f"{_show(key)}: bad journal entry: {problem}")
                 continue
             scores.update(after)
+            note(facts, item)
             if item.kind == "attest":
                 weights = learned
-        return head, scores, weights
+        return head, scores, weights, facts
 
-    def _expected_derived(self, scores: dict[bytes, Score], problems: list[str] | None) -> dict[bytes, bytes]:
+    def _expected_derived(self, scores: dict[bytes, Score], facts: dict[bytes, HeadFacts], problems: list[str]) -> dict[bytes, bytes]:
+        """Every derived key the canonical records imply; canonical damage goes to
+        `problems` (heads that do not decode or disagree with the journal or their
+        current version, versions that are missing or fail their content hash)."""
         expected: dict[bytes, bytes] = {}
         for key, raw in self._kv.scan_items(HEAD_PREFIX):
             raw_id = key[len(HEAD_PREFIX):]
             try:
-                head = Head.decode(key, raw, validate=problems is not None)
+                head = Head.decode(key, raw, validate=True)
             except CorruptRecord as exc:
-                if problems is None:
-                    raise
                 problems.append(f"{_show(key)}: {exc.detail}")
                 continue
-            score = scores.get(raw_id)
-            if score is None:
-                if problems is not None:
-                    problems.append(f"{_show(key)}: memory has no journal entry")
+            score, fact = scores.get(raw_id), facts.get(raw_id)
+            if score is None or fact is None:
+                problems.append(f"{_show(key)}: memory has no journal entry")
+                continue
+            mismatch = _head_mismatch(head, fact)
+            current = None
+            for number in range(1, head.version + 1):
+                vkey = version_key(raw_id, number)
+                vraw = self._kv.get(vkey)
+                if vraw is None:
+                    problems.append(f"{_show(vkey)}: missing version {number} of {encode_id(raw_id)}")
+                    continue
+                try:
+                    version = Version.decode(vkey, vraw, head.type, validate=True)
+                except CorruptRecord as exc:
+                    problems.append(f"{_show(vkey)}: {exc.detail}")
+                    continue
+                if version.content_hash != content_hash(version.data.to_record()):
+                    problems.append(f"{_show(vkey)}: content hash mismatch")
+                elif number == head.version:
+                    current = version
+            if current is not None and not mismatch:
+                mismatch = _head_mismatch_version(head, current)
+            if mismatch:
+                problems.append(f"{_show(key)}: head disagrees with {mismatch}")
                 continue
             expected[salience_key(raw_id)] = score.encode()
             expected.update(index.entries(raw_id, head, score))
-            if problems is not None:
-                for number in range(1, head.version + 1):
-                    vkey = version_key(raw_id, number)
-                    vraw = self._kv.get(vkey)
-                    if vraw is None:
-                        problems.append(f"{_show(vkey)}: missing version {number} of {encode_id(raw_id)}")
-                    else:
-                        try:
-                            Version.decode(vkey, vraw, head.type, validate=True)
-                        except CorruptRecord as exc:
-                            problems.append(f"{_show(vkey)}: {exc.detail}")
         return expected
 
     def verify(self) -> list[str]:
@@ -726,11 +748,15 @@ class Cortex:
         self._check_open()
         problems: list[str] = []
         with self._lock.read():
-            head, scores, weights = self._replay_journal(problems)
-            stored = JournalHead.decode(self._kv.get(META_JOURNAL))
+            head, scores, weights, facts = self._replay_journal(problems)
+            try:
+                stored = JournalHead.decode(self._kv.get(META_JOURNAL))
+            except CorruptRecord as exc:
+                problems.append(f"meta/journal: {exc.detail}")
+                stored = head
             if stored != head:
                 problems.append(f"meta/journal: stored head seq={stored.seq} root={stored.root.hex()} but the journal gives seq={head.seq} root={head.root.hex()}")
-            expected = self._expected_derived(scores, problems)
+            expected = self._expected_derived(scores, facts, problems)
             for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX):
                 for key, value in self._kv.scan_items(prefix):
                     want = expected.pop(key, None)
@@ -758,8 +784,8 @@ class Cortex:
         self._check_writable()
         problems: list[str] = []
         with self._lock.write():
-            _, scores, weights = self._replay_journal(problems)
-            expected = self._expected_derived(scores, problems)
+            _, scores, weights, facts = self._replay_journal(problems)
+            expected = self._expected_derived(scores, facts, problems)
             puts: dict[bytes, bytes | None] = {META_WEIGHTS: None if weights is None else weights.encode()}
             for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX):
                 for key in self._kv.scan_keys(prefix):
@@ -778,6 +804,27 @@ class Cortex:
         from .context import compose
 
         return compose(self, opts, fields)
+
+
+def _head_mismatch(head: Head, fact: HeadFacts) -> str | None:
+    """The first head field that differs from what the journal implies, or None."""
+    checks = (
+        ("type", int(head.type), fact.type), ("version", head.version, fact.version),
+        ("created", head.created, fact.created), ("updated", head.updated, fact.updated),
+        ("importance", head.importance, fact.importance), ("tags", list(head.tags), fact.tags),
+        ("frames", [[int(f.verb), int(f.kind), f.ref] for f in head.frames], fact.frames),
+        ("expires", head.expires, fact.expires), ("tombstone", head.tombstone is not None, fact.tombstoned),
+    )
+    return next((f"the journal ({name})" for name, have, want in checks if have != want), None)
+
+
+def _head_mismatch_version(head: Head, version: Version) -> str | None:
+    """The first copied field that differs between a head and its current version."""
+    checks = (
+        ("data", head.data, version.data), ("forms", head.forms, version.forms), ("tokens", head.tokens, version.tokens),
+        ("confidence", head.confidence, version.confidence), ("source", head.source, version.source),
+    )
+    return next((f"its current version ({name})" for name, have, want in checks if have != want), None)
 
 
 _KEY_NAMES = (*index.DERIVED_PREFIXES, SALIENCE_PREFIX, VERSION_PREFIX, HEAD_PREFIX, JOURNAL_PREFIX, META_PREFIX)

@@ -8,6 +8,9 @@ it. The root is a hash chain over the encoded entries:
     root_n = sha256(b"cortex.journal.v1" + root_{n-1} + entry_bytes_n)
 
 so the root names the whole history: any write changes it, a read never does.
+Each `j/<seq8>` value is `root_n` (32 bytes) followed by the entry's msgpack bytes:
+with the running root stored beside every entry, `verify()` can name the entry
+that was altered instead of only saying that the chain no longer ends at the root.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import CorruptRecord
 from .store import META_JOURNAL, journal_key, pack, unpack
 
 DOMAIN = b"cortex.journal.v1"
@@ -38,6 +42,8 @@ class JournalHead:
     def decode(raw: bytes | None) -> JournalHead:
         if raw is None:
             return JournalHead(0, ZERO_ROOT)
+        if len(raw) != 40:
+            raise CorruptRecord(META_JOURNAL, f"journal head of {len(raw)} bytes, not 40")
         return JournalHead(int.from_bytes(raw[:8], "big"), raw[8:40])
 
 
@@ -53,8 +59,14 @@ class Entry:
 
     @staticmethod
     def decode(key: bytes, raw: bytes) -> Entry:
+        """An entry from its msgpack bytes (a stored value without its root)."""
         rec = unpack(key, raw)
         return Entry(rec["seq"], rec["kind"], rec["at"], rec["payload"])
+
+
+def split(value: bytes) -> tuple[bytes, bytes]:
+    """A stored journal value as (root after this entry, entry bytes)."""
+    return value[:32], value[32:]
 
 
 def append(puts: dict[bytes, bytes | None], head: JournalHead, kind: str, at: int, payload: dict[str, Any]) -> JournalHead:
@@ -62,6 +74,96 @@ def append(puts: dict[bytes, bytes | None], head: JournalHead, kind: str, at: in
     entry = Entry(head.seq + 1, kind, at, payload)
     raw = entry.encode()
     new_head = JournalHead(entry.seq, chain(head.root, raw))
-    puts[journal_key(entry.seq)] = raw
+    puts[journal_key(entry.seq)] = new_head.root + raw
     puts[META_JOURNAL] = new_head.encode()
     return new_head
+
+
+# ---------------------------------------------------------------------------
+# What the journal says about each memory: checks for verify()
+
+KINDS = ("write", "update", "update_head", "tombstone", "attest", "access")
+
+
+def _is_int(v: Any, lo: int = 0, hi: int = 2**63) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v < hi
+
+
+def _is_id(v: Any) -> bool:
+    return isinstance(v, bytes) and len(v) == 16
+
+
+def _is_ids(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and all(_is_id(i) for i in v)
+
+
+def _is_texts(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(t, str) for t in v)
+
+
+def _is_frames(v: Any) -> bool:
+    return isinstance(v, list) and all(
+        isinstance(f, list) and len(f) == 3 and _is_int(f[0], 1, 11) and _is_int(f[1], 1, 13) and isinstance(f[2], str) for f in v
+    )
+
+
+_PAYLOAD_RULES: dict[str, Any] = {
+    "write": lambda p: _is_id(p.get("id")) and _is_int(p.get("type"), 1, 10) and p.get("version") == 1
+    and _is_int(p.get("importance"), 0, 11) and isinstance(p.get("pinned"), bool) and _is_frames(p.get("frames"))
+    and _is_texts(p.get("tags")) and (p.get("expires") is None or _is_int(p.get("expires"))),
+    "update": lambda p: _is_id(p.get("id")) and _is_int(p.get("version"), 2, 2**32) and isinstance(p.get("pinned"), bool),
+    "update_head": lambda p: _is_id(p.get("id")) and (p.get("importance") is None or _is_int(p.get("importance"), 0, 11))
+    and ("tags" not in p or _is_texts(p["tags"])) and ("frames" not in p or _is_frames(p["frames"])),
+    "tombstone": lambda p: _is_id(p.get("id")) and isinstance(p.get("reason"), str),
+    "attest": lambda p: _is_ids(p.get("ids")) and p.get("outcome") in ("success", "failure")
+    and (p.get("reason") is None or isinstance(p.get("reason"), str)),
+    "access": lambda p: _is_ids(p.get("ids")),
+}
+
+
+def entry_problem(entry: Entry, expected_seq: int) -> str | None:
+    """Why a decoded entry cannot be one the write path wrote, or None."""
+    if entry.seq != expected_seq:
+        return f"sequence {entry.seq!r}, expected {expected_seq}"
+    if not _is_int(entry.at):
+        return "time is not a non-negative integer"
+    if entry.kind not in KINDS:
+        return "unknown kind"
+    if not isinstance(entry.payload, dict) or not _PAYLOAD_RULES[entry.kind](entry.payload):
+        return f"malformed {entry.kind} payload"
+    return None
+
+
+@dataclass
+class HeadFacts:
+    """What the journal implies about a memory's head: verify() compares the two."""
+
+    type: int
+    version: int
+    created: int
+    updated: int
+    importance: int
+    tags: list[str]
+    frames: list[list[Any]]
+    expires: int | None
+    tombstoned: bool = False
+
+
+def note(facts: dict[bytes, HeadFacts], entry: Entry) -> None:
+    """Fold one (well-formed) entry into the per-memory facts."""
+    p = entry.payload
+    if entry.kind == "write":
+        facts[p["id"]] = HeadFacts(p["type"], 1, entry.at, entry.at, p["importance"], p["tags"], p["frames"], p["expires"])
+        return
+    f = facts.get(p.get("id", b""))
+    if f is None:
+        return
+    if entry.kind == "update":
+        f.version, f.updated = p["version"], entry.at
+    elif entry.kind == "update_head":
+        if p.get("importance") is not None:
+            f.importance = p["importance"]
+        f.tags = p.get("tags", f.tags)
+        f.frames = p.get("frames", f.frames)
+    elif entry.kind == "tombstone":
+        f.tombstoned = True

@@ -29,6 +29,7 @@ Invariants kept here:
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime, timezone
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -46,7 +47,7 @@ from rocksdict import (
 )
 
 from .errors import CorruptRecord, StoreError
-from .model import DATA_CLASSES, Frame, MemoryData, MemoryType, ObjKind, Verb, field_names, stored_frame
+from .model import DATA_CLASSES, Frame, MemoryData, MemoryType, ObjKind, Verb, field_names, stored_frame, to_micros
 
 SCHEMA_VERSION = 1
 
@@ -114,6 +115,18 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_MAX_MICROS = to_micros(datetime(9999, 12, 31, tzinfo=timezone.utc))
+
+
+def _is_time(value: Any) -> bool:
+    """Microseconds since the epoch that a datetime can hold."""
+    return _is_int(value) and 0 <= value <= _MAX_MICROS
+
+
+def _is_unit(value: Any) -> bool:
+    return isinstance(value, float) and 0.0 <= value <= 1.0
+
+
 def _texts(value: Any, count: int | None = None) -> bool:
     return isinstance(value, list) and (count is None or len(value) == count) and all(isinstance(v, str) for v in value)
 
@@ -134,14 +147,14 @@ def head_shape_ok(rec: Any) -> bool:
         return (
             isinstance(rec, list) and len(rec) == 14
             and _data_ok(rec[H_TYPE], rec[H_DATA])
-            and all(_is_int(rec[i]) and 0 <= rec[i] < 2**63 for i in (H_CREATED, H_UPDATED))
+            and all(_is_time(rec[i]) for i in (H_CREATED, H_UPDATED))
             and _is_int(rec[H_VERSION]) and 1 <= rec[H_VERSION] < 2**32
             and _is_int(rec[H_IMPORTANCE]) and 0 <= rec[H_IMPORTANCE] <= 10
             and isinstance(rec[H_FRAMES], list) and all(isinstance(f, list) and len(f) == 3 for f in rec[H_FRAMES])
             and _texts(rec[H_TAGS])
             and (rec[H_TOMBSTONE] is None or isinstance(rec[H_TOMBSTONE], list) and len(rec[H_TOMBSTONE]) == 2)
-            and (rec[H_EXPIRES] is None or _is_int(rec[H_EXPIRES]) and 0 <= rec[H_EXPIRES] < 2**63)
-            and isinstance(rec[H_CONFIDENCE], (int, float)) and isinstance(rec[H_SOURCE], str)
+            and (rec[H_EXPIRES] is None or _is_time(rec[H_EXPIRES]))
+            and _is_unit(rec[H_CONFIDENCE]) and isinstance(rec[H_SOURCE], str)
             and _texts(rec[H_FORMS], 2) and _ints(rec[H_TOKENS], 3)
         )
     except Exception:
@@ -152,8 +165,9 @@ def version_shape_ok(rec: Any, mtype: Any) -> bool:
     try:
         return (
             isinstance(rec, list) and len(rec) == 8 and _data_ok(mtype, rec[V_DATA])
-            and _is_int(rec[V_CREATED]) and isinstance(rec[V_CONFIDENCE], (int, float))
+            and _is_time(rec[V_CREATED]) and isinstance(rec[V_CREATED_BY], str) and _is_unit(rec[V_CONFIDENCE])
             and isinstance(rec[V_SOURCE], str) and _texts(rec[V_FORMS], 2) and _ints(rec[V_TOKENS], 3)
+            and isinstance(rec[V_HASH], bytes) and len(rec[V_HASH]) == 32
         )
     except Exception:
         return False

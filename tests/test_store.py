@@ -584,10 +584,12 @@ def test_score_of_a_stored_record(store, clock):
 def replay_chain(store) -> tuple[str, list[dict]]:
     root = bytes(32)
     entries = []
-    for i, (key, raw) in enumerate(store._kv.scan_items(b"j/"), start=1):
+    for i, (key, value) in enumerate(store._kv.scan_items(b"j/"), start=1):
         assert key == b"j/" + b8(i)
+        stored_root, raw = value[:32], value[32:]  # each value: root after it + entry
         entries.append(msgpack.unpackb(raw, raw=False))
         root = hashlib.sha256(b"cortex.journal.v1" + root + raw).digest()
+        assert stored_root == root
     return root.hex(), entries
 
 
@@ -802,12 +804,12 @@ def test_verify_reports_a_missing_salience_record(store, clock):
 def test_verify_reports_a_tampered_journal(store, clock):
     populate(store, clock)
     key = b"j/" + b8(2)
-    entry_raw = msgpack.unpackb(store._kv.get(key), raw=False)
+    value = store._kv.get(key)
+    entry_raw = msgpack.unpackb(value[32:], raw=False)
     entry_raw["at"] += 1
-    store._kv.write({key: msgpack.packb(entry_raw, use_bin_type=True)})
+    store._kv.write({key: value[:32] + msgpack.packb(entry_raw, use_bin_type=True)})
     problems = store.verify()
-    assert problems
-    assert any("journal" in p for p in problems)
+    assert any(p.startswith("j/" + b8(2).hex()) and "hash chain" in p for p in problems), problems
 
 
 def test_a_corrupt_head_raises_corrupt_record_naming_the_key(store):
