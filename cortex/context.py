@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .errors import CorruptRecord, NoTiersIncluded, ValidationError, shown
+from .errors import CorruptRecord, NoTiersIncluded, StoreError, ValidationError, shown
 from .forms import FORM_NAMES, render_full
 from .ids import encode_id, format_uri
 from .index import actor_obj, entry, frame, pinned
@@ -343,10 +343,27 @@ def compose(c: Cortex, opts: ContextOpts | None, overrides: dict[str, Any]) -> B
             raise ValidationError(name, f"unknown context() option; options: {', '.join(sorted(names))}")
     opts = replace(opts or ContextOpts(), **overrides)
     plan = _plan(opts, c._now)
-    c._catch_up_if_changed()
-    with c._lock.read():
-        c._check_open()
-        return _compose_locked(c, plan, started)
+    for attempt in range(_VIEW_RETRIES + 1):
+        c._catch_up_if_changed()
+        try:
+            with c._lock.read():
+                c._check_open()
+                return _compose_locked(c, plan, started)
+        except _TornView as torn:
+            if attempt == _VIEW_RETRIES:
+                raise StoreError(f"the reader's view of the store stayed inconsistent over {attempt + 1} catch-ups: {torn}") from None
+            time.sleep(0.001 * (attempt + 1))
+            c.refresh(reopen=attempt > 0)
+    raise AssertionError("unreachable")
+
+
+class _TornView(Exception):
+    """A `mode="r"` view that mixes two committed states (RocksDB secondaries can show
+    one for a moment around a writer's flush): the call catches up and tries again."""
+
+
+# Catch-ups a reader tries before giving up on a torn view.
+_VIEW_RETRIES = 5
 
 
 def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
@@ -382,6 +399,8 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
     tokens = cols[token_field].astype(np.int64)
     if entry.unsound(cols):
         raise _corrupt_index(c, plan, "type or version out of range")
+    if c._journal_at is not None and len(cols) and int(cols["created"].max()) > c._journal_at:
+        raise _TornView("a memory newer than the view's last journal entry")
 
     # Trim: drop the lowest (score, id) first while over budget, keeping one.
     order = np.lexsort((cols["id_lo"], cols["id_hi"], scores))
@@ -407,11 +426,12 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
     for key, raw, tier, score, created, version in zip(
         keys, c._kv.multi_get(keys), tiers[keep].tolist(), scores[keep].tolist(), cols["created"][keep].tolist(), cols["version"][keep].tolist()
     ):
-        if raw is None:
-            raise _corrupt_index(c, plan, "an index entry names a memory with no head", key)
+        if raw is None or Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw)).version != version:
+            if c._journal_at is not None:
+                raise _TornView("an index entry and its head disagree")
+            detail = "an index entry names a memory with no head" if raw is None else "an index entry and its head disagree on the version"
+            raise _corrupt_index(c, plan, detail, key)
         memory = Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw))
-        if memory.version != version:
-            raise _corrupt_index(c, plan, f"the index says version {version}, the head {memory.version}", key)
         rendered[memory.id] = render_full(memory.data) if plan.form == "full" else memory.form(plan.form)
         sort_key: tuple[Any, ...] = (-created, -score, memory.id) if tier == outcome_tier else (-score, memory.id)
         memories[tier].append((sort_key, memory))

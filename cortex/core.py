@@ -83,12 +83,16 @@ from .store import (
     head_key,
     salience_key,
     unpack,
+    journal_key,
     version_key,
+    V_DATA,
+    V_HASH,
 )
 
 MAX_SOURCE_BYTES = 256
 MAX_REASON_BYTES = 1024
 _KNOWN_OPTIONS = {"entropy", "cache_mb"}
+_MAX_REOPENS = 5  # fresh secondary instances a refresh() tries while the writer keeps flushing
 
 
 def _system_clock() -> datetime:
@@ -251,11 +255,12 @@ class Cortex:
         self.mode = mode
         self._clock = clock
         self._lock = _RWLock()
+        self._cache_mb = cache_mb
+        self._files_seen: tuple[Any, ...] = self._files_signature() if mode == "r" and os.path.isdir(path) else ()
         self._kv, self._secondary = _open_kv(path, mode, cache_mb, sync)
         last_head = self._kv.last_key(HEAD_PREFIX)
         self._ids = IdGenerator(entropy, last_head[len(HEAD_PREFIX):] if last_head else None)
         self._closed = False
-        self._files_seen: tuple[Any, ...] = ()
         try:
             self._check_or_init_meta()
         except BaseException:
@@ -263,8 +268,11 @@ class Cortex:
             raise
         self._tokenizer = Tokenizer(self._meta_text(META_TOKENIZER) or DEFAULT_ENCODING)
         self._journal = JournalHead.decode(self._kv.get(META_JOURNAL))
+        # In mode "r": when the last journal entry of the current view was written.
+        # A view holding a memory created later is torn (see context.compose).
+        self._journal_at: int | None = None
         if mode == "r":
-            self._files_seen = self._files_signature()
+            self._load_view()
 
     def _meta_text(self, key: bytes) -> str | None:
         raw = self._kv.get(key)
@@ -315,22 +323,59 @@ class Cortex:
     # -- catching up (mode "r") ------------------------------------------------
 
     def _files_signature(self) -> tuple[Any, ...]:
+        """Names, sizes and times of the writer's WAL and MANIFEST files: when they
+        have not changed, the writer has committed nothing new."""
         sig = []
         with os.scandir(self.path) as it:
             for e in it:
                 if e.name.endswith(".log") or e.name.startswith("MANIFEST") or e.name == "CURRENT":
-                    st = e.stat()
+                    try:
+                        st = e.stat()
+                    except FileNotFoundError:
+                        continue  # the writer removed an obsolete WAL meanwhile
                     sig.append((e.name, st.st_size, st.st_mtime_ns))
         return tuple(sorted(sig))
 
-    def refresh(self) -> None:
-        """Catch up with the writer (mode "r"); a no-op in mode "rw"."""
+    def refresh(self, reopen: bool = False) -> None:
+        """Catch up with the writer (mode "r"); a no-op in mode "rw".
+
+        A secondary instance follows plain WAL appends with a catch-up. When the
+        writer has flushed (its MANIFEST or its set of WAL files changed) the
+        instance is replaced by a fresh one instead: RocksDB 9.8 secondaries can
+        keep a view that lacks writes made around a flush, even after further
+        catch-ups, while a fresh instance reads the writer's current files from
+        scratch (~20 ms at 1M). `reopen=True` forces that; `context()` does it by
+        itself when it finds its view torn.
+        """
         self._check_open()
         if self.mode == "r":
             with self._lock.write():
-                self._kv.catch_up()
-                self._journal = JournalHead.decode(self._kv.get(META_JOURNAL))
-                self._files_seen = self._files_signature()
+                reopen = reopen or _flush_happened(self._files_seen, self._files_signature())
+                for _ in range(_MAX_REOPENS):
+                    seen = self._files_signature()  # before: a write during catch-up shows next time
+                    if reopen:
+                        self._reopen_secondary()
+                    else:
+                        self._kv.catch_up()
+                    # A flush that began while we read may have left this view torn.
+                    reopen = _flush_happened(seen, self._files_signature())
+                    if not reopen:
+                        break
+                self._files_seen = seen
+                self._load_view()
+
+    def _load_view(self) -> None:
+        """Read the journal head of a (new) mode "r" view, and when its last entry was written."""
+        self._journal = JournalHead.decode(self._kv.get(META_JOURNAL))
+        last = self._kv.get(journal_key(self._journal.seq)) if self._journal.seq else None
+        self._journal_at = Entry.decode(journal_key(self._journal.seq), split(last)[1]).at if last else 0
+
+    def _reopen_secondary(self) -> None:
+        old, old_dir = self._kv, self._secondary
+        self._kv, self._secondary = _open_kv(self.path, "r", self._cache_mb, False)
+        old.close()
+        if old_dir:
+            shutil.rmtree(old_dir, ignore_errors=True)
 
     def _catch_up_if_changed(self) -> None:
         if self.mode == "r" and self._files_signature() != self._files_seen:
@@ -580,7 +625,11 @@ class Cortex:
             raw = self._kv.get(key)
             if raw is None:
                 raise CorruptRecord(key, "missing version record")
-            return Memory.stored(ref.id, memory._head, ref.version, unpack(key, raw))
+            record = unpack(key, raw)
+            older = Memory.stored(ref.id, memory._head, ref.version, record)
+            if content_hash(record[V_DATA]) != record[V_HASH]:
+                raise CorruptRecord(key, "content hash mismatch")
+            return older
 
     def resolve_latest(self, id: str) -> Memory:
         """The current version of the memory with this id (26-character ULID)."""
@@ -804,6 +853,14 @@ class Cortex:
         from .context import compose
 
         return compose(self, opts, fields)
+
+
+def _flush_happened(before: tuple[Any, ...], after: tuple[Any, ...]) -> bool:
+    """Whether the writer flushed between two file signatures: WAL files came or went,
+    or the MANIFEST changed (plain writes only grow the current WAL)."""
+    if {name for name, *_ in before} != {name for name, *_ in after}:
+        return True
+    return [e for e in before if not e[0].endswith(".log")] != [e for e in after if not e[0].endswith(".log")]
 
 
 def _head_mismatch(head: Head, fact: HeadFacts) -> str | None:

@@ -109,7 +109,9 @@ class Memory:
             except CorruptRecord:
                 raise
             except Exception as exc:
-                raise CorruptRecord(head_key(self._raw_id), f"bad head record ({name}: {type(exc).__name__})") from None
+                from_version = self._version is not None and name in _PER_VERSION
+                key = version_key(self._raw_id, self._number) if from_version else head_key(self._raw_id)  # type: ignore[arg-type]
+                raise CorruptRecord(key, f"bad record ({name}: {type(exc).__name__})") from None
         return fields[name]
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -164,6 +166,9 @@ def _current(m: Memory, head_index: int, version_index: int) -> Any:
     """A per-version field: from the older version record when there is one."""
     return m._head[head_index] if m._version is None else m._version[version_index]  # type: ignore[index]
 
+
+# Fields an older version's record holds itself; the rest come from the head.
+_PER_VERSION = frozenset({"data", "confidence", "source", "updated_at", "forms", "tokens"})
 
 _DERIVE: dict[str, Callable[[Memory], Any]] = {
     "id": lambda m: encode_id(m._raw_id),  # type: ignore[arg-type]

@@ -370,25 +370,49 @@ class KV:
         ro = ReadOptions()
         ro.set_iterate_upper_bound(prefix_end(prefix))
         try:
-            return list(self.db.values(from_key=prefix, read_opt=ro))
+            items = list(self.db.items(from_key=prefix, read_opt=ro))
         except Exception as exc:
             raise _translated(prefix, exc) from None
+        self._check_scan_end(prefix, items[-1][0] if items else None)
+        return [value for _, value in items]
 
     def scan_items(self, prefix: bytes, start: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
         ro = ReadOptions()
         ro.set_iterate_upper_bound(prefix_end(prefix))
+        last = None
         try:
-            yield from self.db.items(from_key=start or prefix, read_opt=ro)
+            for last, value in self.db.items(from_key=start or prefix, read_opt=ro):
+                yield last, value
         except Exception as exc:
             raise _translated(prefix, exc) from None
+        self._check_scan_end(start or prefix, last)
 
     def scan_keys(self, prefix: bytes) -> Iterator[bytes]:
+        for key, _ in self.scan_items(prefix):
+            yield key
+
+    def _check_scan_end(self, prefix: bytes, last: bytes | None) -> None:
+        """Raise if a scan that ended after `last` ended on an error, not at its bound.
+
+        rocksdict's bulk iterators stop quietly when RocksDB finds a corrupt block;
+        the iterator's status says so but is not exposed. So one raw iterator seeks
+        to where the scan stopped and steps once: on a corrupt block its status is an
+        error. (Finding a key there is not one: a write may have landed since.) One
+        seek per scan.
+        """
         ro = ReadOptions()
         ro.set_iterate_upper_bound(prefix_end(prefix))
         try:
-            yield from self.db.keys(from_key=prefix, read_opt=ro)
+            it = self.db.iter(ro)
+            if last is None:
+                it.seek(prefix)
+            else:
+                it.seek(last)
+                if it.valid():
+                    it.next()
+            it.status()
         except Exception as exc:
-            raise _translated(prefix, exc) from None
+            raise _translated(last or prefix, exc) from None
 
     def scan_items_backward(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Items with `prefix`, last key first."""

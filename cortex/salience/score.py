@@ -61,7 +61,13 @@ class Weights:
 
     @staticmethod
     def decode(raw: bytes) -> Weights:
-        return Weights(*msgpack.unpackb(raw))
+        """Stored weights; ValueError unless four finite non-negative numbers."""
+        values = msgpack.unpackb(raw)
+        if not (isinstance(values, list) and len(values) == 4 and all(
+            isinstance(v, float) and math.isfinite(v) and v >= 0 for v in values
+        ) and sum(values) > 0):
+            raise ValueError("weights must be four finite non-negative floats")
+        return Weights(*values)
 
 
 DEFAULT_WEIGHTS = Weights(recency=0.25, access=0.15, citation=0.30, importance=0.20)
