@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -73,6 +73,7 @@ from .store import (
     META_PREFIX,
     META_SCHEMA,
     META_TOKENIZER,
+    META_CLOCK_HIGH,
     META_WEIGHTS,
     SALIENCE_PREFIX,
     SCHEMA_VERSION,
@@ -246,6 +247,16 @@ def _open_kv(path: str, mode: str, cache_mb: int, sync: bool) -> tuple[KV, str |
         raise StoreError(f"cannot open store {path!r}: {exc}") from None
 
 
+class _Replay(NamedTuple):
+    """What folding the whole journal gives."""
+
+    head: JournalHead  # the chain's head, recomputed
+    scores: dict[bytes, Score]  # every memory's salience record
+    weights: Weights | None  # learned weights; None if no feedback was ever given
+    facts: dict[bytes, HeadFacts]  # what the journal implies about every head
+    high: int  # the latest `at` of any entry
+
+
 class Cortex:
     """An open store. Use `cortex.open()`; close with `close()` or a `with` block."""
 
@@ -268,7 +279,8 @@ class Cortex:
             raise
         self._tokenizer = Tokenizer(self._meta_text(META_TOKENIZER) or DEFAULT_ENCODING)
         self._journal = JournalHead.decode(self._kv.get(META_JOURNAL))
-        # In mode "r": when the last journal entry of the current view was written.
+        self._clock_high = self._read_clock_high()
+        # In mode "r": the latest time any write of the current view was made at.
         # A view holding a memory created later is torn (see context.compose).
         self._journal_at: int | None = None
         if mode == "r":
@@ -286,6 +298,10 @@ class Cortex:
             self._kv.write({META_ACTOR: self.actor.encode(), META_TOKENIZER: DEFAULT_ENCODING.encode(), META_SCHEMA: str(SCHEMA_VERSION).encode()})
         elif stored != self.actor:
             raise ActorMismatch(f"store {self.path!r} belongs to actor {stored!r}, not {self.actor!r}")
+        else:
+            schema = self._meta_text(META_SCHEMA)
+            if schema != str(SCHEMA_VERSION):
+                raise StoreError(f"store {self.path!r} has schema version {schema}; this cortex reads version {SCHEMA_VERSION}")
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -365,10 +381,22 @@ class Cortex:
                 self._load_view()
 
     def _load_view(self) -> None:
-        """Read the journal head of a (new) mode "r" view, and when its last entry was written."""
+        """Read the journal head of a (new) mode "r" view and the latest write time
+        (None, and no torn-view check on it, for a store written before it was kept)."""
         self._journal = JournalHead.decode(self._kv.get(META_JOURNAL))
-        last = self._kv.get(journal_key(self._journal.seq)) if self._journal.seq else None
-        self._journal_at = Entry.decode(journal_key(self._journal.seq), split(last)[1]).at if last else 0
+        self._journal_at = self._read_clock_high() if self._kv.get(META_CLOCK_HIGH) is not None or not self._journal.seq else None
+
+    def _read_clock_high(self) -> int:
+        raw = self._kv.get(META_CLOCK_HIGH)
+        if raw is not None and len(raw) != 8:
+            raise CorruptRecord(META_CLOCK_HIGH, "must be 8 bytes")
+        return int.from_bytes(raw, "big") if raw else 0
+
+    def _stamp(self, puts: dict[bytes, bytes | None], now: int) -> int:
+        """Record in a pending batch that a write happened at `now`; the new high."""
+        high = max(self._clock_high, now)
+        puts[META_CLOCK_HIGH] = high.to_bytes(8, "big")
+        return high
 
     def _reopen_secondary(self) -> None:
         old, old_dir = self._kv, self._secondary
@@ -444,8 +472,9 @@ class Cortex:
                 puts.update(index.entries(raw_id, head, score))
                 journal = append(puts, journal, "write", now, payload)
                 uris.append(str(URI(head.type, raw_id, 1)))
+            high = self._stamp(puts, now)
             self._kv.write(puts)
-            self._journal = journal
+            self._journal, self._clock_high = journal, high
         return uris
 
     def update(self, uri: str, data: MemoryData) -> str:
@@ -537,8 +566,9 @@ class Cortex:
         if extra:
             puts.update(extra)
         journal = append(puts, self._journal, kind, now, payload)
+        high = self._stamp(puts, now)
         self._kv.write(puts)
-        self._journal = journal
+        self._journal, self._clock_high = journal, high
 
     def attest(self, cited: Iterable[str], outcome: str, reason: str | None = None) -> None:
         """Feedback on memories an agent relied on (DESIGN §5).
@@ -706,14 +736,13 @@ class Cortex:
 
     # -- upkeep ------------------------------------------------------------------
 
-    def _replay_journal(self, problems: list[str] | None = None) -> tuple[JournalHead, dict[bytes, Score], Weights | None, dict[bytes, HeadFacts]]:
-        """Fold the whole journal: the chain's head, every memory's salience record,
-        the learned weights (None if no feedback was ever given), and what the
-        journal implies about every head. With `problems`, malformed entries are
-        reported there and skipped; without, they raise `CorruptRecord`."""
+    def _replay_journal(self, problems: list[str] | None = None) -> _Replay:
+        """Fold the whole journal (see `_Replay`). With `problems`, malformed entries
+        are reported there and skipped; without, they raise `CorruptRecord`."""
         scores: dict[bytes, Score] = {}
         facts: dict[bytes, HeadFacts] = {}
         weights: Weights | None = None
+        high = 0
         head = JournalHead(0, bytes(32))
         stored_prev = head.root
         for key, value in self._kv.scan_items(JOURNAL_PREFIX):
@@ -741,9 +770,10 @@ class Cortex:
                 continue
             scores.update(after)
             note(facts, item)
+            high = max(high, item.at)
             if item.kind == "attest":
                 weights = learned
-        return head, scores, weights, facts
+        return _Replay(head, scores, weights, facts, high)
 
     def _expected_derived(self, scores: dict[bytes, Score], facts: dict[bytes, HeadFacts], problems: list[str]) -> dict[bytes, bytes]:
         """Every derived key the canonical records imply; canonical damage goes to
@@ -797,7 +827,7 @@ class Cortex:
         self._check_open()
         problems: list[str] = []
         with self._lock.read():
-            head, scores, weights, facts = self._replay_journal(problems)
+            head, scores, weights, facts, high = self._replay_journal(problems)
             try:
                 stored = JournalHead.decode(self._kv.get(META_JOURNAL))
             except CorruptRecord as exc:
@@ -815,6 +845,8 @@ class Cortex:
                         problems.append(f"{_show(key)}: stale or corrupt value")
             for key in sorted(expected):
                 problems.append(f"{_show(key)}: missing entry")
+            if self._kv.get(META_CLOCK_HIGH) != (high.to_bytes(8, "big") if head.seq else None):
+                problems.append("meta/clock_high: differs from the journal's latest time")
             stored_weights = self._kv.get(META_WEIGHTS)
             if stored_weights != (None if weights is None else weights.encode()):
                 problems.append("meta/weights: stored weights differ from the journal's feedback")
@@ -833,9 +865,12 @@ class Cortex:
         self._check_writable()
         problems: list[str] = []
         with self._lock.write():
-            _, scores, weights, facts = self._replay_journal(problems)
+            head, scores, weights, facts, high = self._replay_journal(problems)
             expected = self._expected_derived(scores, facts, problems)
-            puts: dict[bytes, bytes | None] = {META_WEIGHTS: None if weights is None else weights.encode()}
+            puts: dict[bytes, bytes | None] = {
+                META_WEIGHTS: None if weights is None else weights.encode(),
+                META_CLOCK_HIGH: high.to_bytes(8, "big") if head.seq else None,
+            }
             for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX):
                 for key in self._kv.scan_keys(prefix):
                     if key not in expected:

@@ -62,6 +62,7 @@ META_TOKENIZER = b"meta/tokenizer"
 META_SCHEMA = b"meta/schema"
 META_JOURNAL = b"meta/journal"  # seq8 + root32: the journal head
 META_WEIGHTS = b"meta/weights"
+META_CLOCK_HIGH = b"meta/clock_high"  # u64: the latest `at` of any journal entry (derived)
 
 
 def head_key(raw_id: bytes) -> bytes:
