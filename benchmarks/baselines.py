@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from cortex.context import MAX_REACHABLE_URIS, ContextOpts, _plan, _Plan
+from cortex.context import MAX_REACHABLE_URIS, Bundle, ContextOpts, _plan, _Plan
 from cortex.forms import render_full
 from cortex.ids import encode_id
 from cortex.index import actor_obj, by_type, frame
@@ -84,31 +84,14 @@ _PINNED_TYPES = (MemoryType.IDENTITY, MemoryType.GOAL, MemoryType.CONSTRAINT)
 # The result (the parts of a Bundle the comparison needs)
 
 
-@dataclass(frozen=True)
-class Result:
-    """What a baseline returns: the survivors per tier (as `Memory`, in tier order),
-    their rendered text, `scores` / `tokens` of every scored candidate, the
-    `reachable_uris`, and the counts. Field names match `cortex.Bundle`'s, so
-    `answer()` reads either."""
-
-    pinned: list[Memory]
-    outcomes: list[Memory]
-    frame_relevant: list[Memory]
-    rendered: dict[str, str]
-    scores: Mapping[str, float]
-    tokens: Mapping[str, int]
-    reachable_uris: list[str]
-    total_tokens: int
-    trimmed: int
-    candidates: int
-    form: str
-
-    def memories(self) -> list[Memory]:
-        return self.pinned + self.outcomes + self.frame_relevant
+def Result(**fields: Any) -> Bundle:
+    """What a baseline returns: a `cortex.Bundle` with the same fields as cortex's
+    (no latency, no root: the comparison leaves them out)."""
+    return Bundle(**{"latency_ms": 0.0, "root": "", **fields})
 
 
 def answer(result: Any) -> dict[str, Any]:
-    """The comparable part of a `Bundle` or a `Result`: ids per tier (in order), the
+    """The comparable part of a `Bundle`: ids per tier (in order), the
     reachable URIs (in drop order), the token total, the trim and candidate counts
     and the rendered text of the survivors."""
     return {
@@ -197,7 +180,7 @@ def _live(expires: int | None, now: int) -> bool:
 # 1. The original algorithm, over our RocksDB store
 
 
-def original_context(c: Any, **query: Any) -> Result:
+def original_context(c: Any, **query: Any) -> Bundle:
     """`c.context(**query)` computed the original way (see the module docstring):
     pinned by a type-index scan and a decode of every Identity / Goal / Constraint
     head; every outcome and frame candidate's head and `sal/` record read with its
@@ -209,7 +192,7 @@ def original_context(c: Any, **query: Any) -> Result:
         return _original_locked(c, plan)
 
 
-def _original_locked(c: Any, plan: _Plan) -> Result:
+def _original_locked(c: Any, plan: _Plan) -> Bundle:
     kv = c._kv
     weights = c.weights()
     now_dt = from_micros(plan.now)
@@ -460,7 +443,7 @@ class SqliteStore:
 
     # -- context() ---------------------------------------------------------------
 
-    def context(self, *, scoring: str | None = None, **query: Any) -> Result:
+    def context(self, *, scoring: str | None = None, **query: Any) -> Bundle:
         """`Cortex.context(**query)` on the SQLite copy (same options, same answer).
 
         `scoring` (default: the store's `scoring`): "loop" calls `score_of()` once per
