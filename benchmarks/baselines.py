@@ -42,14 +42,14 @@ import shutil
 import sqlite3
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
-from cortex.context import MAX_REACHABLE_URIS, Bundle, ContextOpts, _plan, _Plan
+from cortex.context import MAX_REACHABLE_URIS, Bundle, ContextOpts, _LazyIdMap, _plan, _Plan
 from cortex.forms import render_full
 from cortex.ids import encode_id
 from cortex.index import actor_obj, by_type, frame
@@ -104,30 +104,6 @@ def answer(result: Any) -> dict[str, Any]:
         "candidates": result.candidates,
         "rendered": dict(result.rendered),
     }
-
-
-class _LazyIds(Mapping[str, Any]):
-    """id text -> value, the texts made on first access (as cortex's Bundle does, so
-    that neither side pays for 26-character ids of every candidate unless asked)."""
-
-    def __init__(self, raw_ids: list[bytes], values: list[Any]) -> None:
-        self._raw_ids = raw_ids
-        self._values = values
-        self._dict: dict[str, Any] | None = None
-
-    def _built(self) -> dict[str, Any]:
-        if self._dict is None:
-            self._dict = {encode_id(i): v for i, v in zip(self._raw_ids, self._values)}
-        return self._dict
-
-    def __getitem__(self, key: str) -> Any:
-        return self._built()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._built())
-
-    def __len__(self) -> int:
-        return len(self._raw_ids)
 
 
 def _plan_of(query: Mapping[str, Any]) -> _Plan:
@@ -276,8 +252,8 @@ def _original_locked(c: Any, plan: _Plan) -> Bundle:
     return Result(
         pinned=out[PINNED], outcomes=out[OUTCOMES], frame_relevant=out[FRAME_RELEVANT],
         rendered=rendered,
-        scores=_LazyIds(raw_ids, [x.score for x in cands]),
-        tokens=_LazyIds(raw_ids, [x.tokens for x in cands]),
+        scores=_LazyIdMap(len(cands), lambda: raw_ids, lambda: [x.score for x in cands]),
+        tokens=_LazyIdMap(len(cands), lambda: raw_ids, lambda: [x.tokens for x in cands]),
         reachable_uris=reachable, total_tokens=total, trimmed=dropped, candidates=len(cands), form=plan.form,
     )
 

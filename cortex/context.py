@@ -26,7 +26,7 @@ import heapq
 import json
 import struct
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -139,18 +139,19 @@ class _LazyIdMap(Mapping[str, Any]):
 
     A call at a hot object scores thousands of candidates; turning each 16-byte id
     into its 26-character text costs more than the whole scoring, so it is done
-    only when a caller looks.
+    only when a caller looks. `ids()` and `values()` give the raw ids and the
+    values in the same order.
     """
 
-    def __init__(self, rows: Columns, values: np.ndarray) -> None:
-        self._rows = rows
+    def __init__(self, size: int, ids: Callable[[], list[bytes]], values: Callable[[], list[Any]]) -> None:
+        self._size = size
+        self._ids = ids
         self._values = values
         self._dict: dict[str, Any] | None = None
 
     def _built(self) -> dict[str, Any]:
         if self._dict is None:
-            ids = self._rows.ids()
-            self._dict = {encode_id(i): v for i, v in zip(ids, self._values.tolist())}
+            self._dict = {encode_id(i): v for i, v in zip(self._ids(), self._values())}
         return self._dict
 
     def __getitem__(self, key: str) -> Any:
@@ -160,7 +161,7 @@ class _LazyIdMap(Mapping[str, Any]):
         return iter(self._built())
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._size
 
     def __repr__(self) -> str:
         return f"{{...{len(self)} ids}}"
@@ -442,8 +443,8 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
         frame_relevant=ordered[2],
         outcomes=ordered[1],
         rendered=rendered,
-        tokens=_LazyIdMap(cols, tokens),
-        scores=_LazyIdMap(cols, scores),
+        tokens=_LazyIdMap(len(cols), cols.ids, tokens.tolist),
+        scores=_LazyIdMap(len(cols), cols.ids, scores.tolist),
         reachable_uris=reachable,
         total_tokens=total,
         trimmed=dropped,

@@ -84,7 +84,6 @@ from .store import (
     head_key,
     salience_key,
     unpack,
-    journal_key,
     version_key,
     V_DATA,
     V_HASH,
