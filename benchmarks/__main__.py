@@ -21,6 +21,7 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -158,6 +159,39 @@ def plot(results_dir: Path) -> Path | None:
     return out
 
 
+def tables(results_dir: Path) -> str:
+    """Markdown tables of every report in `results_dir` (for RESULTS.md)."""
+    reports = sorted((json.loads(p.read_text()) for p in results_dir.glob("n*.json")), key=lambda r: r["memories"])
+    cols = [f"{r['memories']:,}" for r in reports]
+    lines = ["| | " + " | ".join(cols) + " |", "|---|" + "---|" * len(reports)]
+
+    def row(label: str, fn: Any) -> None:
+        cells = []
+        for r in reports:
+            try:
+                cells.append(fn(r))
+            except (KeyError, TypeError):
+                cells.append("—")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+
+    row("context() p50 / p95 / p99 / max, ms", lambda r: "{p50:.2f} / {p95:.2f} / {p99:.2f} / {max:.1f}".format(**r["context_ms"]))
+    row("candidates scored p50 / p99 / max", lambda r: "{p50:.0f} / {p99:.0f} / {max}".format(**r["candidates"]))
+    row("tokens delivered, p50", lambda r: f"{r['tokens_delivered_p50']:.0f}")
+    for name, label in (("cortex", "cortex"), ("original", "baseline 1: original algorithm"), ("sqlite", "baseline 2: same on SQLite"),
+                        ("sqlite_lean", "SQLite, lean (scoring columns only)"), ("sqlite_bulk", "SQLite, lean + numpy scoring")):
+        row(f"{label}, p50 / p99 ms (fixed now)", lambda r, n=name: "{p50_ms:.2f} / {p99_ms:.2f}".format(**r["baselines"][n]))
+    for name in ("original", "sqlite", "sqlite_lean", "sqlite_bulk"):
+        row(f"ratio {name} / cortex (p50)", lambda r, n=name: f"{r['baselines'][f'ratio_{n}']:.1f}x")
+    row("cold process (import, open, 1 context), median of 10, ms", lambda r: f"{r['cold_process_ms_median']:.0f}")
+    row("bulk ingest (write_many), memories/s", lambda r: f"{r['bulk_ingest_per_s']:,.0f}")
+    row("write(), per s / with sync=True", lambda r: f"{r['single_write_per_s']:,.0f} / {r['single_write_sync_per_s']:,.0f}")
+    row("resolve(), µs mean", lambda r: f"{r['resolve_us_mean']:.0f}")
+    row("bytes per memory on disk", lambda r: f"{r['bytes_per_memory']:.0f}")
+    for key in ("seed_target_p50_80ms", "ours_p50_5ms", "ours_p99_25ms", "cold_process_200ms", "5x_original", "3x_sqlite", "bulk_ingest_20k_per_s", "disk_1_5kb_per_memory"):
+        row(f"target: {key}", lambda r, k=key: {True: "met", False: "**not met**", None: "—"}[r["verdict"][k]])
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -168,7 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--store", help="store directory (default bench-stores/n<N>-s<seed>)")
     p.add_argument("--report", help="JSON report path (default benchmarks/results/n<N>.json)")
     p.add_argument("--baseline-queries", type=int, default=200, help="queries for the side-by-side baselines (0: skip)")
+    p = sub.add_parser("tables", help="print markdown tables of the reports in benchmarks/results")
     args = parser.parse_args(argv)
+    if args.command == "tables":
+        print(tables(Path("benchmarks/results")), end="")
+        return 0
     report = run(args)
     out = Path(args.report or f"benchmarks/results/n{args.memories}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
