@@ -427,12 +427,12 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
     for key, raw, tier, score, created, version in zip(
         keys, c._kv.multi_get(keys), tiers[keep].tolist(), scores[keep].tolist(), cols["created"][keep].tolist(), cols["version"][keep].tolist()
     ):
-        if raw is None or Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw)).version != version:
+        memory = None if raw is None else Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw))
+        if memory is None or memory.version != version:
             if c._journal_at is not None:
                 raise _TornView("an index entry and its head disagree")
             detail = "an index entry names a memory with no head" if raw is None else "an index entry and its head disagree on the version"
             raise _corrupt_index(c, plan, detail, key)
-        memory = Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw))
         rendered[memory.id] = render_full(memory.data) if plan.form == "full" else memory.form(plan.form)
         sort_key: tuple[Any, ...] = (-created, -score, memory.id) if tier == outcome_tier else (-score, memory.id)
         memories[tier].append((sort_key, memory))
