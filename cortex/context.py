@@ -288,7 +288,7 @@ def _first_of_each_id(cols: Columns) -> np.ndarray:
 
 
 def _pinned(c: Cortex, plan: _Plan) -> Columns:
-    cols = _decode(c._kv.scan_values(pinned.PREFIX), plan)
+    cols = _decode(c._kv.scan_values(pinned.PREFIX, pinned.key_of), plan)
     return cols.take(_eligible(cols, plan.now, set()))
 
 
@@ -321,7 +321,8 @@ def _frame_relevant(c: Cortex, plan: _Plan, excluded: set[tuple[int, int]]) -> C
     assert plan.verb is not None
     values: list[bytes] = []
     for kind, ref in plan.objects:
-        values += c._kv.scan_values(frame.prefix(plan.verb, kind, ref))
+        prefix = frame.prefix(plan.verb, kind, ref)
+        values += c._kv.scan_values(prefix, frame.key_of(prefix))
     cols = _decode(values, plan)
     keep = _eligible(cols, plan.now, excluded)
     if len(plan.objects) > 1:

@@ -716,7 +716,7 @@ class Cortex:
         index (about 0.3 µs per memory)."""
         self._check_open()
         with self._lock.read():
-            rows = entry.scan_rows(self._kv, by_type.PREFIX)
+            rows = entry.scan_rows(self._kv, by_type.PREFIX, by_type.key_of)
             tombstoned = int(((rows["flags"] & entry.FLAG_TOMBSTONED) != 0).sum())
             codes, counts = np.unique(rows["type"], return_counts=True)
             by_kind = {MemoryType(int(code)).type_name: int(count) for code, count in zip(codes, counts)}

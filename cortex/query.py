@@ -166,7 +166,7 @@ def find(c: Cortex, *, type: Any, tags: Iterable[str], where: Any, order_by: str
 
 def _candidates(c: Cortex, mtype: MemoryType | None, tags: tuple[str, ...], include_tombstoned: bool) -> np.ndarray:
     if tags:
-        buckets = [entry.scan_rows(c._kv, by_tag.prefix(tag)) for tag in tags]
+        buckets = [entry.scan_rows(c._kv, by_tag.prefix(tag), by_tag.key_of(by_tag.prefix(tag))) for tag in tags]
         rows = buckets[0]
         for other in buckets[1:]:
             ids = set(zip(other["id_hi"].tolist(), other["id_lo"].tolist()))
@@ -175,7 +175,7 @@ def _candidates(c: Cortex, mtype: MemoryType | None, tags: tuple[str, ...], incl
             rows = rows[rows["type"] == int(mtype)]
     else:
         assert mtype is not None
-        rows = entry.scan_rows(c._kv, by_type.prefix(mtype))
+        rows = entry.scan_rows(c._kv, by_type.prefix(mtype), by_type.key_of)
     if not include_tombstoned:
         rows = rows[(rows["flags"] & entry.FLAG_TOMBSTONED) == 0]
     return rows

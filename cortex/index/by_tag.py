@@ -6,6 +6,10 @@ readers check the memory's tags when that matters.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from .entry import created_bytes
+
 import xxhash
 
 PREFIX = b"idx/tag/"
@@ -21,3 +25,8 @@ def key(tag: str, created: int, raw_id: bytes) -> bytes:
 
 def prefix(tag: str) -> bytes:
     return PREFIX + tag_hash(tag)
+
+
+def key_of(prefix: bytes) -> Callable[[bytes], bytes]:
+    """The key of an entry under `prefix` (one tag's), from its value."""
+    return lambda value: prefix + created_bytes(value) + value[:16]

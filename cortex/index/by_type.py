@@ -5,6 +5,8 @@ Kept for tombstoned memories too (`find(include_tombstoned=True)`).
 
 from __future__ import annotations
 
+from .entry import created_bytes
+
 PREFIX = b"idx/type/"
 
 
@@ -14,3 +16,8 @@ def key(mtype: int, created: int, raw_id: bytes) -> bytes:
 
 def prefix(mtype: int) -> bytes:
     return PREFIX + bytes([mtype])
+
+
+def key_of(value: bytes) -> bytes:
+    """The key of an entry, from its value (which holds type, created and id)."""
+    return PREFIX + value[16:17] + created_bytes(value) + value[:16]

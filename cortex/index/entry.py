@@ -16,6 +16,7 @@ rewritten in the same batch as any change to these fields (`cortex.index.entries
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -84,6 +85,14 @@ def expires_of(value: bytes) -> int:
     return _EXPIRES.unpack_from(value, _EXPIRES_OFFSET)[0]
 
 
+_CREATED_OFFSET = DTYPE.fields["created"][1]
+
+
+def created_bytes(value: bytes) -> bytes:
+    """The 8 big-endian bytes of `created` in a value (as index keys hold them)."""
+    return value[_CREATED_OFFSET : _CREATED_OFFSET + 8]
+
+
 def version_of(value: bytes) -> int:
     return int.from_bytes(value[19:23], "big")
 
@@ -115,10 +124,10 @@ def unsound(rows: np.ndarray | Columns) -> bool:
     return bool(len(rows["type"])) and bool(((rows["type"] < 1) | (rows["type"] > 9) | (rows["version"] == 0)).any())
 
 
-def scan_rows(kv: KV, prefix: bytes) -> np.ndarray:
+def scan_rows(kv: KV, prefix: bytes, key_of: Callable[[bytes], bytes]) -> np.ndarray:
     """Every value under `prefix`, decoded and checked; `CorruptRecord` names a bad one."""
     try:
-        rows = decode_many(kv.scan_values(prefix))
+        rows = decode_many(kv.scan_values(prefix, key_of))
     except ValueError as exc:
         raise first_bad(kv, [prefix], str(exc)) from None
     if unsound(rows):

@@ -6,6 +6,8 @@ of each (verb, kind, ref) it is asked about.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import xxhash
 
 PREFIX = b"idx/frame/"
@@ -21,3 +23,8 @@ def prefix(verb: int, kind: int, ref: str) -> bytes:
 
 def key(verb: int, kind: int, ref: str, raw_id: bytes) -> bytes:
     return prefix(verb, kind, ref) + raw_id
+
+
+def key_of(prefix: bytes) -> Callable[[bytes], bytes]:
+    """The key of an entry under `prefix`, from its value (which starts with the id)."""
+    return lambda value: prefix + value[:16]

@@ -11,3 +11,8 @@ PREFIX = b"idx/pinned/"
 
 def key(raw_id: bytes) -> bytes:
     return PREFIX + raw_id
+
+
+def key_of(value: bytes) -> bytes:
+    """The key of an entry, from its value (which starts with the id)."""
+    return PREFIX + value[:16]
