@@ -48,6 +48,7 @@ from .ids import IdGenerator, URI, decode_id, encode_id, parse_uri
 from .journal import Entry, HeadFacts, JournalHead, append, chain, entry_problem, note, split
 from .memory import Memory
 from .model import (
+    MAX_IMPORTANCE,
     Frame,
     MemoryData,
     MemoryType,
@@ -124,7 +125,7 @@ class Write:
         check_data(self.data)
         object.__setattr__(self, "frames", check_frames(self.frames))
         object.__setattr__(self, "tags", check_tags(self.tags))
-        check_int("importance", self.importance, lo=0, hi=10)
+        check_int("importance", self.importance, lo=0, hi=MAX_IMPORTANCE)
         object.__setattr__(self, "confidence", check_number("confidence", self.confidence, lo=0.0, hi=1.0))
         check_text("source", self.source, required=True, max_bytes=MAX_SOURCE_BYTES)
         object.__setattr__(self, "expires_at", check_datetime("expires_at", self.expires_at))
@@ -508,7 +509,7 @@ class Cortex:
         new_tags = None if tags is None else check_tags(tags)
         new_frames = None if frames is None else check_frames(frames)
         if importance is not None:
-            check_int("importance", importance, lo=0, hi=10)
+            check_int("importance", importance, lo=0, hi=MAX_IMPORTANCE)
         with self._lock.write():
             raw_id, old = self._live_head(ref)
             now = to_micros(self._now())

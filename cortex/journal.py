@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import CorruptRecord
+from .model import MAX_IMPORTANCE
 from .store import META_JOURNAL, journal_key, pack, unpack
 
 DOMAIN = b"cortex.journal.v1"
@@ -109,10 +110,10 @@ def _is_frames(v: Any) -> bool:
 
 _PAYLOAD_RULES: dict[str, Any] = {
     "write": lambda p: _is_id(p.get("id")) and _is_int(p.get("type"), 1, 10) and p.get("version") == 1
-    and _is_int(p.get("importance"), 0, 11) and isinstance(p.get("pinned"), bool) and _is_frames(p.get("frames"))
+    and _is_int(p.get("importance"), 0, MAX_IMPORTANCE + 1) and isinstance(p.get("pinned"), bool) and _is_frames(p.get("frames"))
     and _is_texts(p.get("tags")) and (p.get("expires") is None or _is_int(p.get("expires"))),
     "update": lambda p: _is_id(p.get("id")) and _is_int(p.get("version"), 2, 2**32) and isinstance(p.get("pinned"), bool),
-    "update_head": lambda p: _is_id(p.get("id")) and (p.get("importance") is None or _is_int(p.get("importance"), 0, 11))
+    "update_head": lambda p: _is_id(p.get("id")) and (p.get("importance") is None or _is_int(p.get("importance"), 0, MAX_IMPORTANCE + 1))
     and ("tags" not in p or _is_texts(p["tags"])) and ("frames" not in p or _is_frames(p["frames"])),
     "tombstone": lambda p: _is_id(p.get("id")) and isinstance(p.get("reason"), str),
     "attest": lambda p: _is_ids(p.get("ids")) and p.get("outcome") in ("success", "failure")

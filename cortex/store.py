@@ -47,7 +47,7 @@ from rocksdict import (
 )
 
 from .errors import CorruptRecord, StoreError
-from .model import DATA_CLASSES, Frame, MemoryData, MemoryType, ObjKind, Verb, field_names, stored_frame, to_micros
+from .model import DATA_CLASSES, MAX_IMPORTANCE, Frame, MemoryData, MemoryType, ObjKind, Verb, field_names, stored_frame, to_micros
 
 SCHEMA_VERSION = 1
 
@@ -151,7 +151,7 @@ def head_shape_ok(rec: Any) -> bool:
         mtype, version, created, updated, frames, tags, importance, tomb, expires, data, conf, source, forms, tokens = rec
         if type(mtype) is not int or type(data) is not list or _DATA_LENGTHS.get(mtype) != len(data):
             return False
-        if type(version) is not int or not 1 <= version < 2**32 or type(importance) is not int or not 0 <= importance <= 10:
+        if type(version) is not int or not 1 <= version < 2**32 or type(importance) is not int or not 0 <= importance <= MAX_IMPORTANCE:
             return False
         if not (_is_time(created) and _is_time(updated) and (expires is None or _is_time(expires))):
             return False
