@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from .errors import (
 )
 from .forms import DEFAULT_ENCODING, Tokenizer, build_forms, check_forms
 from .ids import IdGenerator, URI, decode_id, encode_id, parse_uri
-from .journal import Entry, HeadFacts, JournalHead, append, chain, entry_problem, note, split
+from .journal import JournalHead, append
 from .memory import Memory
 from .model import (
     MAX_IMPORTANCE,
@@ -67,18 +67,14 @@ from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
 from .store import (
     HEAD_PREFIX,
-    JOURNAL_PREFIX,
     KV,
     META_ACTOR,
     META_JOURNAL,
-    META_PREFIX,
     META_SCHEMA,
     META_TOKENIZER,
     META_CLOCK_HIGH,
     META_WEIGHTS,
-    SALIENCE_PREFIX,
     SCHEMA_VERSION,
-    VERSION_PREFIX,
     Head,
     Version,
     content_hash,
@@ -245,16 +241,6 @@ def _open_kv(path: str, mode: str, cache_mb: int, sync: bool) -> tuple[KV, str |
                 'open it with mode="r" to read beside the writer'
             ) from None
         raise StoreError(f"cannot open store {path!r}: {exc}") from None
-
-
-class _Replay(NamedTuple):
-    """What folding the whole journal gives."""
-
-    head: JournalHead  # the chain's head, recomputed
-    scores: dict[bytes, Score]  # every memory's salience record
-    weights: Weights | None  # learned weights; None if no feedback was ever given
-    facts: dict[bytes, HeadFacts]  # what the journal implies about every head
-    high: int  # the latest `at` of any entry
 
 
 class Cortex:
@@ -736,150 +722,17 @@ class Cortex:
 
     # -- upkeep ------------------------------------------------------------------
 
-    def _replay_journal(self, problems: list[str] | None = None) -> _Replay:
-        """Fold the whole journal (see `_Replay`). With `problems`, malformed entries
-        are reported there and skipped; without, they raise `CorruptRecord`."""
-        scores: dict[bytes, Score] = {}
-        facts: dict[bytes, HeadFacts] = {}
-        weights: Weights | None = None
-        high = 0
-        head = JournalHead(0, bytes(32))
-        stored_prev = head.root
-        for key, value in self._kv.scan_items(JOURNAL_PREFIX):
-            stored_root, raw = split(value)
-            expected_seq = head.seq + 1
-            head = JournalHead(expected_seq, chain(head.root, raw))
-            try:
-                item = Entry.decode(key, raw)
-                problem = entry_problem(item, expected_seq)
-            except (CorruptRecord, KeyError, TypeError) as exc:
-                problem = f"undecodable ({type(exc).__name__})"
-            if problem is None and chain(stored_prev, raw) != stored_root:
-                problem = "does not match the hash chain (altered)"
-            stored_prev = stored_root
-            if problem is None:
-                try:
-                    before = {i: scores.get(i) for i in salience.touched_ids(item.payload)}
-                    learned, after = salience.step(weights or DEFAULT_WEIGHTS, before, item.kind, item.at, item.payload)
-                except (AssertionError, AttributeError, ValueError, KeyError, TypeError) as exc:
-                    problem = f"cannot be replayed ({type(exc).__name__})"
-            if problem is not None:
-                if problems is None:
-                    raise CorruptRecord(key, f"bad journal entry: {problem}")
-                problems.append(f"{_show(key)}: bad journal entry: {problem}")
-                continue
-            scores.update(after)
-            note(facts, item)
-            high = max(high, item.at)
-            if item.kind == "attest":
-                weights = learned
-        return _Replay(head, scores, weights, facts, high)
-
-    def _expected_derived(self, scores: dict[bytes, Score], facts: dict[bytes, HeadFacts], problems: list[str]) -> dict[bytes, bytes]:
-        """Every derived key the canonical records imply; canonical damage goes to
-        `problems` (heads that do not decode or disagree with the journal or their
-        current version, versions that are missing or fail their content hash)."""
-        expected: dict[bytes, bytes] = {}
-        for key, raw in self._kv.scan_items(HEAD_PREFIX):
-            raw_id = key[len(HEAD_PREFIX):]
-            try:
-                head = Head.decode(key, raw, validate=True)
-            except CorruptRecord as exc:
-                problems.append(f"{_show(key)}: {exc.detail}")
-                continue
-            score, fact = scores.get(raw_id), facts.get(raw_id)
-            if score is None or fact is None:
-                problems.append(f"{_show(key)}: memory has no journal entry")
-                continue
-            mismatch = _head_mismatch(head, fact)
-            current = None
-            for number in range(1, head.version + 1):
-                vkey = version_key(raw_id, number)
-                vraw = self._kv.get(vkey)
-                if vraw is None:
-                    problems.append(f"{_show(vkey)}: missing version {number} of {encode_id(raw_id)}")
-                    continue
-                try:
-                    version = Version.decode(vkey, vraw, head.type, validate=True)
-                except CorruptRecord as exc:
-                    problems.append(f"{_show(vkey)}: {exc.detail}")
-                    continue
-                if version.content_hash != content_hash(version.data.to_record()):
-                    problems.append(f"{_show(vkey)}: content hash mismatch")
-                elif number == head.version:
-                    current = version
-            if current is not None and not mismatch:
-                mismatch = _head_mismatch_version(head, current)
-            if mismatch:
-                problems.append(f"{_show(key)}: head disagrees with {mismatch}")
-                continue
-            expected[salience_key(raw_id)] = score.encode()
-            expected.update(index.entries(raw_id, head, score))
-        return expected
-
     def verify(self) -> list[str]:
-        """Check the whole store; return one line per problem (empty when sound).
+        """Check the whole store; one line per problem (empty when sound). See `cortex.upkeep`."""
+        from .upkeep import verify
 
-        Checks the journal chain against the stored root, that every head has all
-        its versions and every record decodes, and that the derived keys (index
-        entries and salience records) are exactly what the canonical keys imply.
-        """
-        self._check_open()
-        problems: list[str] = []
-        with self._lock.read():
-            head, scores, weights, facts, high = self._replay_journal(problems)
-            try:
-                stored = JournalHead.decode(self._kv.get(META_JOURNAL))
-            except CorruptRecord as exc:
-                problems.append(f"meta/journal: {exc.detail}")
-                stored = head
-            if stored != head:
-                problems.append(f"meta/journal: stored head seq={stored.seq} root={stored.root.hex()} but the journal gives seq={head.seq} root={head.root.hex()}")
-            expected = self._expected_derived(scores, facts, problems)
-            for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX):
-                for key, value in self._kv.scan_items(prefix):
-                    want = expected.pop(key, None)
-                    if want is None:
-                        problems.append(f"{_show(key)}: entry points at no live record")
-                    elif want != value:
-                        problems.append(f"{_show(key)}: stale or corrupt value")
-            for key in sorted(expected):
-                problems.append(f"{_show(key)}: missing entry")
-            if self._kv.get(META_CLOCK_HIGH) != (high.to_bytes(8, "big") if head.seq else None):
-                problems.append("meta/clock_high: differs from the journal's latest time")
-            stored_weights = self._kv.get(META_WEIGHTS)
-            if stored_weights != (None if weights is None else weights.encode()):
-                problems.append("meta/weights: stored weights differ from the journal's feedback")
-        return problems
+        return verify(self)
 
     def rebuild(self) -> list[str]:
-        """Recreate every derived key (indexes, salience, weights) from the canonical
-        keys; return the damage to canonical records it could not repair (the lines
-        `verify()` gives for them; empty when there is none).
+        """Recreate every derived key; return the canonical damage left. See `cortex.upkeep`."""
+        from .upkeep import rebuild
 
-        A memory whose head, or the journal entry that wrote it, cannot be read loses
-        its derived keys: it can be neither scored nor found until its record is
-        restored. Work is written in batches of 50,000 keys; an interrupted rebuild
-        leaves the store no worse and can be run again.
-        """
-        self._check_writable()
-        problems: list[str] = []
-        with self._lock.write():
-            head, scores, weights, facts, high = self._replay_journal(problems)
-            expected = self._expected_derived(scores, facts, problems)
-            puts: dict[bytes, bytes | None] = {
-                META_WEIGHTS: None if weights is None else weights.encode(),
-                META_CLOCK_HIGH: high.to_bytes(8, "big") if head.seq else None,
-            }
-            for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX):
-                for key in self._kv.scan_keys(prefix):
-                    if key not in expected:
-                        puts[key] = None
-            puts.update(expected)
-            keys = list(puts)
-            for start in range(0, len(keys), 50_000):
-                self._kv.write({k: puts[k] for k in keys[start : start + 50_000]})
-        return problems
+        return rebuild(self)
 
     # -- context -----------------------------------------------------------------
 
@@ -898,33 +751,3 @@ def _flush_happened(before: tuple[Any, ...], after: tuple[Any, ...]) -> bool:
     return [e for e in before if not e[0].endswith(".log")] != [e for e in after if not e[0].endswith(".log")]
 
 
-def _head_mismatch(head: Head, fact: HeadFacts) -> str | None:
-    """The first head field that differs from what the journal implies, or None."""
-    checks = (
-        ("type", int(head.type), fact.type), ("version", head.version, fact.version),
-        ("created", head.created, fact.created), ("updated", head.updated, fact.updated),
-        ("importance", head.importance, fact.importance), ("tags", list(head.tags), fact.tags),
-        ("frames", [[int(f.verb), int(f.kind), f.ref] for f in head.frames], fact.frames),
-        ("expires", head.expires, fact.expires), ("tombstone", head.tombstone is not None, fact.tombstoned),
-    )
-    return next((f"the journal ({name})" for name, have, want in checks if have != want), None)
-
-
-def _head_mismatch_version(head: Head, version: Version) -> str | None:
-    """The first copied field that differs between a head and its current version."""
-    checks = (
-        ("data", head.data, version.data), ("forms", head.forms, version.forms), ("tokens", head.tokens, version.tokens),
-        ("confidence", head.confidence, version.confidence), ("source", head.source, version.source),
-    )
-    return next((f"its current version ({name})" for name, have, want in checks if have != want), None)
-
-
-_KEY_NAMES = (*index.DERIVED_PREFIXES, SALIENCE_PREFIX, VERSION_PREFIX, HEAD_PREFIX, JOURNAL_PREFIX, META_PREFIX)
-
-
-def _show(key: bytes) -> str:
-    """A stored key as `prefix` + hex of the rest, for problem reports."""
-    for name in _KEY_NAMES:
-        if key.startswith(name):
-            return name.decode() + key[len(name):].hex()
-    return key.hex()
