@@ -128,6 +128,10 @@ class Memory:
     def __repr__(self) -> str:
         return f"Memory({', '.join(f'{n}={self._get(n)!r}' for n in FIELDS)})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle (and copy) as the eager form, with every field decoded."""
+        return (_from_fields, ({n: self._get(n) for n in FIELDS},))
+
     def form(self, name: str) -> str:
         """The stored "short" or "medium" text (without building the `forms` dict)."""
         record = self._version if self._version is not None else self._head
@@ -155,6 +159,10 @@ class Memory:
             "tokens": dict(self.tokens),
             "expires_at": json_value(self.expires_at),
         }
+
+
+def _from_fields(fields: dict[str, Any]) -> Memory:
+    return Memory(**fields)
 
 
 def _set(memory: Memory, **slots: Any) -> None:

@@ -1002,3 +1002,16 @@ def test_verb_and_kind_members_are_accepted_in_frames(store):
     m = store.resolve(store.write(fact(), frames=[Frame(Verb.MONITOR, ObjKind.TOOL, "t")]))
     assert m.frames == (Frame("monitor", "tool", "t"),)
     assert keys_of(store, frame.PREFIX, rid(m)) == {b"idx/frame/" + bytes([9, 12]) + xxhash.xxh3_128_digest(b"t") + rid(m)}
+
+
+def test_memories_pickle_and_copy_with_every_field(store):
+    import copy
+    import pickle
+
+    uri = store.write(fact(), frames=[Frame("find", "tool", "hammer")], tags=["t"], importance=4)
+    memory = store.resolve(uri)
+    for clone in (pickle.loads(pickle.dumps(memory)), copy.deepcopy(memory), copy.copy(memory)):
+        assert clone == memory
+        assert clone.uri == uri and clone.frames == memory.frames and clone.data == memory.data
+    with pytest.raises(AttributeError):
+        memory.importance = 9  # type: ignore[misc]
