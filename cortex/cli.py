@@ -42,7 +42,7 @@ def _demo(args: argparse.Namespace) -> int:
                 [
                     Write(Identity(name="agent-ops-1", did="did:example:ops1", roles=("operator",))),
                     Write(Constraint(statement="never pay more than 2 USD per GPU hour", strength="hard", polarity="dont", source="user_declared")),
-                    Write(Constraint(statement="prefer providers in the EU", strength="soft", polarity="prefer", source="learned"), frames=[gpu]),
+                    Write(Constraint(statement="providers in the EU", strength="soft", polarity="prefer", source="learned"), frames=[gpu]),
                     Write(Goal(statement="keep the inference fleet under budget", status="active", success_criteria=("cost < 500 USD/month",))),
                     Write(Preference(topic="tone", polarity="prefer", strength=0.8, rationale="short answers"), frames=[gpu], importance=6, tags=["style"]),
                     Write(Fact(statement="A100 spot price is 1.40 USD/h", subject="acme-cloud", predicate="price", as_of=start), frames=[gpu], importance=5),
