@@ -21,7 +21,7 @@ from typing import Any
 
 from .errors import CorruptRecord
 from .model import MAX_IMPORTANCE
-from .store import META_JOURNAL, journal_key, pack, unpack
+from .store import META_JOURNAL, is_int, journal_key, pack, unpack
 
 DOMAIN = b"cortex.journal.v1"
 ZERO_ROOT = bytes(32)
@@ -87,7 +87,7 @@ KINDS = ("write", "update", "update_head", "tombstone", "attest", "access")
 
 
 def _is_int(v: Any, lo: int = 0, hi: int = 2**63) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and lo <= v < hi
+    return is_int(v, lo, hi)
 
 
 def _is_id(v: Any) -> bool:

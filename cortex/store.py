@@ -112,8 +112,9 @@ def unpack(key: bytes, raw: bytes) -> Any:
 (V_DATA, V_CREATED, V_CREATED_BY, V_CONFIDENCE, V_SOURCE, V_FORMS, V_TOKENS, V_HASH) = range(8)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def is_int(value: Any, lo: int = -(2**63), hi: int = 2**63) -> bool:
+    """An int (not a bool) with lo <= value < hi: the check every stored-record rule uses."""
+    return isinstance(value, int) and not isinstance(value, bool) and lo <= value < hi
 
 
 _MAX_MICROS = to_micros(datetime(9999, 12, 31, tzinfo=timezone.utc))
@@ -133,11 +134,11 @@ def _texts(value: Any, count: int | None = None) -> bool:
 
 
 def _ints(value: Any, count: int) -> bool:
-    return isinstance(value, list) and len(value) == count and all(_is_int(v) and 0 <= v < 2**32 for v in value)
+    return isinstance(value, list) and len(value) == count and all(is_int(v) and 0 <= v < 2**32 for v in value)
 
 
 def _data_ok(mtype: Any, data: Any) -> bool:
-    return (_is_int(mtype) and mtype in _TYPE_CODES and isinstance(data, list)
+    return (is_int(mtype) and mtype in _TYPE_CODES and isinstance(data, list)
             and len(data) == len(field_names(DATA_CLASSES[MemoryType(mtype)])))
 
 

@@ -22,9 +22,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import CorruptRecord
+from ..model import MemoryType
 
 if TYPE_CHECKING:
     from ..store import KV
+
+# The memory type codes an entry may hold.
+TYPE_MIN, TYPE_MAX = int(min(MemoryType)), int(max(MemoryType))
 
 FLAG_PINNED = 1
 FLAG_TOMBSTONED = 2
@@ -105,7 +109,7 @@ def id_pair(value: bytes) -> tuple[int, int]:
 def is_sound(key: bytes, value: bytes) -> bool:
     """Whether an index entry's value can be what the write path stored under `key`:
     the right size, the id that ends the key, a known type, a version."""
-    return len(value) == SIZE and value[:16] == key[-16:] and 1 <= value[16] <= 9 and version_of(value) > 0
+    return len(value) == SIZE and value[:16] == key[-16:] and TYPE_MIN <= value[16] <= TYPE_MAX and version_of(value) > 0
 
 
 def first_bad(kv: KV, prefixes: list[bytes], detail: str, otherwise: bytes | None = None) -> CorruptRecord:
@@ -121,7 +125,7 @@ def first_bad(kv: KV, prefixes: list[bytes], detail: str, otherwise: bytes | Non
 
 def unsound(rows: np.ndarray | Columns) -> bool:
     """Whether any decoded row has an unknown type or no version (bulk check)."""
-    return bool(len(rows["type"])) and bool(((rows["type"] < 1) | (rows["type"] > 9) | (rows["version"] == 0)).any())
+    return bool(len(rows["type"])) and bool(((rows["type"] < TYPE_MIN) | (rows["type"] > TYPE_MAX) | (rows["version"] == 0)).any())
 
 
 def scan_rows(kv: KV, prefix: bytes, key_of: Callable[[bytes], bytes]) -> np.ndarray:
