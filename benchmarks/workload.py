@@ -113,16 +113,17 @@ class Workload:
                 frames.append(Frame(Verb(rng.randint(1, 10)), kind, ref))
             yield Write(self._data(rng, i), frames=frames, tags=(rng.choice(_WORDS),), importance=rng.randint(0, 10))
 
-    def build(self, path: str, *, progress: bool = True) -> float:
+    def build(self, path: str, *, progress: bool = True, helper: bool = True) -> float:
         """Bulk-load the store at `path` with `write_many`, then tombstone and attest a
         few. Returns the seconds spent inside `write_many` (generating the workload's
-        text and the tombstones and attests afterwards are not counted)."""
+        text and the tombstones and attests afterwards are not counted). `helper`:
+        open with `ingest_helper` (a helper process renders and counts forms)."""
         ingest = 0.0
         clock = Clock(START)
         rng = random.Random(self.seed + 1)
         step = YEAR / max(1, self.memories // BATCH)
         uris: list[str] = []
-        with cortex.open(path, actor="bench-agent", clock=clock, entropy=random.Random(self.seed).randbytes) as c:
+        with cortex.open(path, actor="bench-agent", clock=clock, entropy=random.Random(self.seed).randbytes, ingest_helper=helper) as c:
             batch: list[Write] = []
             for item in self.writes():
                 batch.append(item)

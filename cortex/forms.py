@@ -17,8 +17,6 @@ stays within the limit, and the stored count is the count of the stored text.
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import threading
 import unicodedata
 from dataclasses import dataclass, fields
@@ -158,7 +156,6 @@ class Tokenizer:
     """A tiktoken encoding loaded from installed files on first use (thread-safe)."""
 
     _cache: dict[str, Any] = {}
-    _lengths: dict[str, list[int]] = {}
     _lock = threading.Lock()
 
     def __init__(self, name: str = DEFAULT_ENCODING) -> None:
@@ -189,41 +186,22 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         return self.encoding.encode_ordinary(text)
 
-    def _byte_lengths(self) -> list[int]:
-        """Byte length of every token id (built once per process, ~40 ms)."""
-        table = Tokenizer._lengths.get(self.name)
-        if table is None:
-            enc = self.encoding
-            table = [0] * enc.n_vocab
-            for token in range(enc.n_vocab):
-                try:
-                    table[token] = len(enc.decode_single_token_bytes(token))
-                except KeyError:
-                    continue  # an unused id between the ordinary and the special tokens
-            Tokenizer._lengths[self.name] = table
-        return table
+    @staticmethod
+    def splits(text: str, at: int) -> bool:
+        """Whether the tokens of `text` are those of `text[:at]` followed by those of
+        `text[at:]`.
 
-    def prefix_tokens(self, whole: str, tokens: list[int], part: str) -> list[int]:
-        """The tokens of `part`, a prefix of `whole` whose tokens are `tokens`.
-
-        cl100k splits text into pieces by a regex before BPE, and BPE never crosses
-        a piece. When `part` ends in a letter or digit and `whole` goes on with a
-        space or a newline, or `part` ends in any non-space and `whole` goes on with
-        a space, no piece crosses the boundary, so `part`'s tokens are the leading
-        tokens of `whole` up to its byte length. Otherwise `part` is encoded.
+        cl100k splits text into pieces by a regex (no look-behind) before BPE, and
+        BPE never crosses a piece. When the left part ends in a letter or digit and
+        the right part starts with a space or a newline, or the left part ends in
+        any non-space and the right part starts with a space, no piece crosses the
+        boundary, so both sides encode alone to the same tokens. The forms
+        templates join their parts with " — " and "\n", so this usually holds.
         """
-        if len(part) == len(whole) and part == whole:
-            return tokens
-        if part and whole.startswith(part):
-            last, following = part[-1], whole[len(part)]
-            safe = (following == " " and not last.isspace()) or (following in " \n" and unicodedata.category(last)[0] in "LN")
-            if safe:
-                ends = list(itertools.accumulate(map(self._byte_lengths().__getitem__, tokens)))
-                size = len(part.encode("utf-8"))
-                k = bisect.bisect_left(ends, size)
-                if k < len(ends) and ends[k] == size:
-                    return tokens[: k + 1]
-        return self.encode(part)
+        if at == 0 or at == len(text):
+            return True
+        last, following = text[at - 1], text[at]
+        return (following == " " and not last.isspace()) or (following in " \n" and unicodedata.category(last)[0] in "LN")
 
     def cut(self, text: str, tokens: list[int], limit: int) -> tuple[str, int]:
         """`text` if it fits in `limit` tokens, else its longest token prefix + "…" that does."""
@@ -253,27 +231,52 @@ def check_forms(value: object) -> dict[str, str] | None:
     return dict(value)
 
 
-def build_forms(tokenizer: Tokenizer, items: list[tuple[MemoryData, dict[str, str] | None]]) -> list[Forms]:
-    """Render, count and cut the forms of many memories.
+# The rendered text of one memory's forms, ready to be counted: (short, medium,
+# full, caller's short or None, caller's medium or None). Plain strings, so a batch
+# of them pickles cheaply to a helper process (`cortex.workers`).
+FormTexts = tuple[str, str, str, "str | None", "str | None"]
+
+
+def render_texts(data: MemoryData, override: dict[str, str] | None) -> FormTexts:
+    """Render the three forms of `data` (untruncated) and note the caller's forms."""
+    short, medium = render_short_medium(data)
+    full = render_full(data, medium)
+    if override:
+        return short, medium, full, override.get("short"), override.get("medium")
+    return short, medium, full, None, None
+
+
+def count_forms(encoding: str, texts: list[FormTexts]) -> list[Forms]:
+    """Count and cut rendered forms: the stored short and medium text and the token
+    counts of all three forms.
 
     The template's short form is a prefix of its medium form, which is a prefix of
-    the full form, so usually one encode of the full form counts all three
-    (`Tokenizer.prefix_tokens`); caller-supplied forms are encoded on their own.
+    the full form. Where the joins allow it (`Tokenizer.splits`), the three parts
+    are encoded apart and their tokens added up, which encodes each character once;
+    otherwise the longer form is encoded whole. Caller-supplied forms are encoded
+    on their own. A module-level function of plain values, so a helper process can
+    run it (`cortex.workers`).
     """
+    tokenizer = Tokenizer(encoding)
+    encode, splits = tokenizer.encode, tokenizer.splits
     out = []
-    for data, override in items:
-        short, medium = render_short_medium(data)
-        full = render_full(data, medium)
-        full_tokens = tokenizer.encode(full)
-        medium_tokens = tokenizer.prefix_tokens(full, full_tokens, medium)
-        short_tokens = tokenizer.prefix_tokens(medium, medium_tokens, short)
-        if override and "medium" in override:
-            medium = override["medium"]
-            medium_tokens = tokenizer.encode(medium)
-        if override and "short" in override:
-            short = override["short"]
-            short_tokens = tokenizer.encode(short)
+    for short, medium, full, own_short, own_medium in texts:
+        short_tokens = encode(short)
+        medium_tokens = short_tokens + encode(medium[len(short):]) if splits(medium, len(short)) else encode(medium)
+        if splits(full, len(medium)):
+            full_count = len(medium_tokens) + len(encode(full[len(medium):]))
+        else:
+            full_count = len(encode(full))
+        if own_medium is not None:
+            medium, medium_tokens = own_medium, encode(own_medium)
+        if own_short is not None:
+            short, short_tokens = own_short, encode(own_short)
         short, s_count = tokenizer.cut(short, short_tokens, SHORT_LIMIT)
         medium, m_count = tokenizer.cut(medium, medium_tokens, MEDIUM_LIMIT)
-        out.append(Forms(short, medium, s_count, m_count, len(full_tokens)))
+        out.append(Forms(short, medium, s_count, m_count, full_count))
     return out
+
+
+def build_forms(tokenizer: Tokenizer, items: list[tuple[MemoryData, dict[str, str] | None]]) -> list[Forms]:
+    """Render, count and cut the forms of many memories, in this process."""
+    return count_forms(tokenizer.name, [render_texts(data, override) for data, override in items])

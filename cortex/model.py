@@ -19,7 +19,8 @@ from __future__ import annotations
 import enum
 import functools
 import math
-from collections.abc import Iterable, Mapping
+import operator
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar
@@ -330,7 +331,7 @@ class MemoryData:
 
     def to_record(self) -> list[Any]:
         """Field values in declaration order, as msgpack-ready plain values."""
-        return [_encode_value(getattr(self, name)) for name in field_names(type(self))]
+        return [v if type(v) in _PLAIN_TYPES else _encode_value(v) for v in _field_getter(type(self))(self)]
 
     def to_dict(self) -> dict[str, Any]:
         """Field values as JSON-ready plain values (datetimes as ISO 8601 UTC text)."""
@@ -357,6 +358,17 @@ def field_names(cls: type) -> tuple[str, ...]:
     """The data fields of a data class, in declaration (= record) order."""
     return tuple(f.name for f in fields(cls))
 
+
+@functools.cache
+def _field_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
+    """One C call that reads every data field of an instance of `cls`, in record order."""
+    names = field_names(cls)
+    getter = operator.attrgetter(*names)
+    return getter if len(names) > 1 else lambda value: (getter(value),)
+
+
+# Values a record holds as they are (everything else goes through `_encode_value`).
+_PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
 
 # Fields holding datetimes, by class: encoded as microseconds since the epoch.
 _DATETIME_FIELDS = {"as_of", "horizon_end", "last_observed"}

@@ -1,5 +1,6 @@
-"""build_forms counts tokens from one encode of the full form: the counts must equal
-tiktoken's own count of every stored text, whatever the text."""
+"""build_forms counts tokens by encoding the parts of a form apart where the joins
+allow it: the counts must equal tiktoken's own count of every stored text, whatever
+the text."""
 
 from __future__ import annotations
 
@@ -48,8 +49,17 @@ def test_other_types_counts_are_exact(name, did, statement, summary):
         _assert_exact(data, build_forms(TOK, [(data, None)])[0])
 
 
-def test_prefix_tokens_falls_back_when_a_piece_crosses_the_boundary():
+def test_splits_refuses_a_boundary_that_a_piece_crosses():
     # "x)" followed by a newline: cl100k joins ")\n" into one piece.
     whole = "price(x)\nstatement: y"
-    tokens = ENC.encode_ordinary(whole)
-    assert TOK.prefix_tokens(whole, tokens, "price(x)") == ENC.encode_ordinary("price(x)")
+    assert not Tokenizer.splits(whole, len("price(x)"))
+    assert ENC.encode_ordinary(whole) != ENC.encode_ordinary("price(x)") + ENC.encode_ordinary(whole[len("price(x)"):])
+    assert Tokenizer.splits("price x\nstatement: y", len("price x"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(left=text, right=text)
+def test_a_boundary_splits_declares_safe_encodes_apart(left, right):
+    whole = left + right
+    if Tokenizer.splits(whole, len(left)):
+        assert ENC.encode_ordinary(whole) == ENC.encode_ordinary(left) + ENC.encode_ordinary(right)

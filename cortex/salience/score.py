@@ -36,6 +36,7 @@ import msgpack
 import numpy as np
 
 from ..model import from_micros, to_micros
+from ..store import pack
 
 PINNED_FLOOR = 0.7
 RECENCY_SCALE_US = 90 * 24 * 3600 * 1_000_000
@@ -57,7 +58,7 @@ class Weights:
         return (self.recency, self.access, self.citation, self.importance)
 
     def encode(self) -> bytes:
-        return msgpack.packb(list(self.as_tuple()))
+        return pack(list(self.as_tuple()))
 
     @staticmethod
     def decode(raw: bytes) -> Weights:
@@ -84,7 +85,7 @@ class Score:
     pinned: bool
 
     def encode(self) -> bytes:
-        return msgpack.packb([to_micros(self.last_used), self.access_count, self.citations, self.importance, self.pinned])
+        return pack([to_micros(self.last_used), self.access_count, self.citations, self.importance, self.pinned])
 
     @staticmethod
     def decode(raw: bytes) -> Score:

@@ -1,0 +1,173 @@
+"""`ingest_helper=True`: a helper process renders and counts forms for large
+`write_many` batches. What a user relies on: the store's bytes are exactly those of
+an inline write, whatever the helper does (works, dies, is slow), and closing the
+handle ends the helper."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from datetime import datetime, timezone
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cortex
+from cortex import Belief, Constraint, Event, Fact, Frame, Goal, Identity, Pattern, Preference, Write
+from cortex import workers
+from cortex.forms import render_texts
+from cortex.model import DATA_CLASSES
+
+from conftest import FakeClock, open_store
+
+LONG = "a very long statement about the vendor's hourly quote " * 40  # cut in both forms
+
+
+def batch(start: int, count: int) -> list[Write]:
+    """Writes of several types, with long text, non-ASCII text and caller forms."""
+    out = []
+    for i in range(start, start + count):
+        if i % 7 == 0:
+            data = Event(kind="payment", outcome="success", counterparty=f"vendor-{i}", cost=("USD", i / 4), summary=LONG)
+        elif i % 7 == 1:
+            data = Fact(statement=f"quote №{i} is {i % 97} € — cheaper", subject=f"vendor-{i}", predicate="price")
+        elif i % 7 == 2:
+            data = Goal(statement=f"ship release {i}", status="active", horizon_end=datetime(2026, 1, 2, tzinfo=timezone.utc))
+        elif i % 7 == 3:
+            data = Constraint(statement=f"never pay vendor {i} twice", strength="hard", polarity="avoid", source="user_declared")
+        elif i % 7 == 4:
+            data = Belief(statement=LONG, stance="doubt", evidence_for=("a", "b"))
+        elif i % 7 == 5:
+            data = Pattern(statement=f"vendor {i} answers fast", strength=0.25, coverage=i)
+        else:
+            data = Preference(topic=f"topic {i}", polarity="prefer", strength=0.5, rationale="🙂 cheaper")
+        forms = {"short": f"own short {i}"} if i % 11 == 0 else ({"medium": LONG} if i % 13 == 0 else None)
+        out.append(Write(data, frames=[Frame("acquire", "service", f"obj-{i % 5}")], tags=(f"t{i % 3}",), importance=i % 11, forms=forms))
+    return out
+
+
+def helper_of(store: cortex.Cortex) -> workers._Helper:
+    pool = store._pool
+    assert pool is not None and pool._helper is not None
+    return pool._helper
+
+
+def wait_until_ready(store: cortex.Cortex, timeout: float = 60.0) -> None:
+    helper = helper_of(store)
+    deadline = time.monotonic() + timeout
+    while not helper.usable():
+        assert time.monotonic() < deadline, "the helper did not start"
+        time.sleep(0.05)
+
+
+def all_items(store: cortex.Cortex) -> dict[bytes, bytes]:
+    return dict(store._kv.db.items())
+
+
+def write_batches(store: cortex.Cortex, clock: FakeClock, sizes: list[int]) -> list[str]:
+    uris, start = [], 0
+    for size in sizes:
+        uris += store.write_many(batch(start, size))
+        start += size
+        clock.advance(1)
+    return uris
+
+
+def test_a_store_written_with_the_helper_is_byte_identical_to_an_inline_one(tmp_path):
+    sizes = [300, 700, 257, 1000]
+    inline_clock, helped_clock = FakeClock(), FakeClock()
+    with open_store(tmp_path / "inline", clock=inline_clock) as inline, \
+            open_store(tmp_path / "helped", clock=helped_clock, ingest_helper=True) as helped:
+        inline_uris = write_batches(inline, inline_clock, sizes[:1])
+        helped_uris = write_batches(helped, helped_clock, sizes[:1])  # counted inline: the helper is starting
+        wait_until_ready(helped)
+        inline_uris += write_batches(inline, inline_clock, sizes[1:])
+        helped_uris += write_batches(helped, helped_clock, sizes[1:])
+        assert helper_of(helped).answered > 0
+        assert helped_uris == inline_uris
+        assert helped.root() == inline.root()
+        assert all_items(helped) == all_items(inline)
+        assert helped.verify() == []
+
+
+def test_batches_below_the_threshold_never_start_a_helper(tmp_path):
+    with open_store(tmp_path / "s", ingest_helper=True) as store:
+        store.write_many(batch(0, workers.MIN_BATCH - 1))
+        assert store._pool is None
+
+
+def test_a_helper_that_dies_is_replaced_by_inline_work(tmp_path):
+    inline_clock, helped_clock = FakeClock(), FakeClock()
+    with open_store(tmp_path / "inline", clock=inline_clock) as inline, \
+            open_store(tmp_path / "helped", clock=helped_clock, ingest_helper=True) as helped:
+        write_batches(inline, inline_clock, [300])
+        write_batches(helped, helped_clock, [300])
+        wait_until_ready(helped)
+        proc = helper_of(helped).proc
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert write_batches(helped, helped_clock, [600, 400]) == write_batches(inline, inline_clock, [600, 400])
+        assert helped._pool is not None and helped._pool._helper is None  # inline from now on
+        assert all_items(helped) == all_items(inline)
+
+
+def test_a_helper_that_answers_garbage_is_not_trusted(tmp_path, monkeypatch):
+    inline_clock, helped_clock = FakeClock(), FakeClock()
+    with open_store(tmp_path / "inline", clock=inline_clock) as inline, \
+            open_store(tmp_path / "helped", clock=helped_clock, ingest_helper=True) as helped:
+        write_batches(inline, inline_clock, [300])
+        write_batches(helped, helped_clock, [300])
+        wait_until_ready(helped)
+        real = workers._forms_of
+        monkeypatch.setattr(workers, "_forms_of", lambda answer, size: real(answer[:-1], size))  # one form short
+        assert write_batches(helped, helped_clock, [500]) == write_batches(inline, inline_clock, [500])
+        assert helped._pool is not None and helped._pool._helper is None
+        assert all_items(helped) == all_items(inline)
+
+
+def test_closing_the_handle_ends_the_helper(tmp_path):
+    store = open_store(tmp_path / "s", ingest_helper=True)
+    store.write_many(batch(0, 300))
+    proc = helper_of(store).proc
+    store.close()
+    assert proc.poll() is not None
+
+
+def test_a_reader_never_starts_a_helper(tmp_path):
+    with open_store(tmp_path / "s") as writer:
+        writer.write(Fact(statement="s", subject="a", predicate="p"))
+    with open_store(tmp_path / "s", mode="r", ingest_helper=True) as reader:
+        assert reader._forms_pool(10_000) is None
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_ingest_helper_must_be_a_bool(tmp_path, value):
+    with pytest.raises(cortex.ValidationError) as err:
+        open_store(tmp_path / "s", ingest_helper=value)
+    assert err.value.field == "ingest_helper"
+    assert not (tmp_path / "s").exists()
+
+
+# The helper renders from the data rebuilt from its record; that must be the text
+# the writer would render from the data itself.
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=80).filter(lambda t: t.strip())
+WHEN = st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(9000, 1, 1), timezones=st.just(timezone.utc))
+DATA = st.one_of(
+    st.builds(Fact, statement=TEXT, subject=TEXT, predicate=TEXT, object=st.none() | TEXT, source=st.none() | TEXT, as_of=st.none() | WHEN),
+    st.builds(Identity, name=TEXT, did=st.none() | TEXT, roles=st.lists(TEXT, max_size=3).map(tuple)),
+    st.builds(Event, kind=st.sampled_from(["payment", "dispatch", "observation"]), outcome=st.sampled_from(["success", "failure", "partial"]), counterparty=st.none() | TEXT,
+              cost=st.none() | st.tuples(st.sampled_from(["USD", "EUR"]), st.floats(min_value=0, max_value=1e9)),
+              summary=st.none() | TEXT, duration=st.none() | st.floats(min_value=0, max_value=1e6)),
+    st.builds(Goal, statement=TEXT, status=st.sampled_from(["active", "paused", "completed"]), horizon_end=st.none() | WHEN),
+    st.builds(Preference, topic=TEXT, polarity=st.sampled_from(["prefer", "avoid"]), strength=st.floats(min_value=0, max_value=1),
+              rationale=st.none() | TEXT),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=DATA)
+def test_rendering_from_the_record_gives_the_same_text(data):
+    rebuilt = DATA_CLASSES[data.TYPE].from_record(data.to_record(), validate=False)
+    assert render_texts(rebuilt, None) == render_texts(data, None)
