@@ -22,6 +22,7 @@ tokenizer is never loaded: token counts come from the index values.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import struct
@@ -34,14 +35,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import CorruptRecord, NoTiersIncluded, StoreError, ValidationError, shown
-from .forms import FORM_NAMES, render_full
+from .forms import FORM_NAMES
 from .ids import encode_id, format_uri
 from .index import actor_obj, entry, frame, pinned
 from .index.entry import Columns
 from .memory import Memory
 from .model import MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, to_micros
 from .salience.score import live_scores
-from .store import HEAD_PREFIX, head_key, unpack
+from .store import head_key
 
 if TYPE_CHECKING:
     from .core import Cortex
@@ -75,6 +76,9 @@ class ContextOpts:
     now: datetime | None = None
 
 
+_OPTION_NAMES = frozenset(f.name for f in fields(ContextOpts))
+
+
 @dataclass(frozen=True, slots=True)
 class _Plan:
     verb: Verb | None
@@ -90,7 +94,7 @@ def _plan(opts: ContextOpts, clock_now: Any) -> _Plan:
     """Validate every option (even those a verb-less call does not use) and normalise."""
     if not isinstance(opts.objects, Mapping):
         raise ValidationError("objects", "must be a mapping of object kind name to ref", opts.objects)
-    objects = sorted({(ObjKind.parse(kind, "objects"), check_ref(f"objects[{shown(kind)}]", ref)) for kind, ref in opts.objects.items()})
+    objects = sorted({_object(kind, ref) for kind, ref in opts.objects.items()})
     verb = None if opts.verb is None else Verb.parse(opts.verb)
     budget = opts.budget_tokens
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
@@ -120,6 +124,15 @@ def _plan(opts: ContextOpts, clock_now: Any) -> _Plan:
         form=opts.form,
         now=to_micros(now),
     )
+
+
+def _object(kind: object, ref: object) -> tuple[ObjKind, str]:
+    try:
+        return ObjKind.parse(kind, "objects"), check_ref("objects", ref)
+    except ValidationError as exc:
+        if exc.field == "objects" and isinstance(kind, str) and kind.upper() in ObjKind.__members__:
+            raise type(exc)(f"objects[{shown(kind)}]", exc.rule, ref) from None  # the ref is bad: name its kind
+        raise
 
 
 def _tier(value: object) -> Tier:
@@ -235,16 +248,10 @@ def _decode(values: list[bytes], plan: _Plan) -> Columns:
     return Columns.decode(values, (*_FIELDS, entry.TOKEN_FIELDS[plan.form]))
 
 
-def _eligible(cols: Columns, now: int, excluded: set[tuple[int, int]]) -> np.ndarray:
-    """Mask of rows not expired at `now` and not in `excluded` (ids of earlier tiers)."""
+def _live(cols: Columns, now: int) -> np.ndarray:
+    """Mask of rows not expired at `now`."""
     expires = cols["expires"]
-    keep = (expires == 0) | (expires > now)
-    if excluded and len(cols):
-        maybe = np.isin(cols["id_lo"], np.fromiter((lo for _, lo in excluded), dtype=np.uint64, count=len(excluded)))
-        for i in np.flatnonzero(maybe).tolist():  # exact check of the few lo matches
-            if (int(cols["id_hi"][i]), int(cols["id_lo"][i])) in excluded:
-                keep[i] = False
-    return keep
+    return (expires == 0) | (expires > now)
 
 
 def _scanned_prefixes(plan: _Plan) -> list[bytes]:
@@ -262,38 +269,28 @@ def _corrupt_index(c: Cortex, plan: _Plan, detail: str, record: bytes | None = N
     return entry.first_bad(c._kv, _scanned_prefixes(plan), detail, record)
 
 
-def _id_pairs(cols: Columns) -> set[tuple[int, int]]:
-    return set(zip(cols["id_hi"].tolist(), cols["id_lo"].tolist()))
-
-
 def _first_of_each_id(cols: Columns) -> np.ndarray:
-    """Mask keeping one row per id. Rows of one id are identical (every index entry of
-    a memory holds the same value), so which copy survives does not matter. Sorting
-    on the random low 64 bits puts copies side by side; equal lows are then compared
-    in full."""
-    lo = cols["id_lo"]
-    order = np.argsort(lo, kind="stable")
-    keep = np.ones(len(lo), dtype=bool)
-    same = np.flatnonzero(lo[order][1:] == lo[order][:-1])
-    if len(same):
-        hi = cols["id_hi"]
-        seen: set[tuple[int, int]] = set()
-        for i in np.unique(np.concatenate([same, same + 1])).tolist():
-            row = int(order[i])
-            key = (int(hi[row]), int(lo[row]))
-            if key in seen:
-                keep[row] = False
-            seen.add(key)
+    """Mask keeping the first row of each id. Rows are in tier order, so this is the
+    dedup priority Pinned > Outcomes > FrameRelevant (the rows of one id hold the same
+    value: every index entry of a memory does). `np.lexsort` is stable, so copies of
+    an id end up side by side in row order, and every copy after the first goes."""
+    order = np.lexsort((cols["id_hi"], cols["id_lo"]))
+    lo, hi = cols["id_lo"][order], cols["id_hi"][order]
+    later_copy = np.zeros(len(order), dtype=bool)
+    later_copy[1:] = (lo[1:] == lo[:-1]) & (hi[1:] == hi[:-1])
+    keep = np.ones(len(order), dtype=bool)
+    keep[order[later_copy]] = False
     return keep
 
 
-def _pinned(c: Cortex, plan: _Plan) -> Columns:
-    cols = _decode(c._kv.scan_values(pinned.PREFIX, pinned.key_of), plan)
-    return cols.take(_eligible(cols, plan.now, set()))
+def _pinned(c: Cortex) -> list[bytes]:
+    """Every `idx/pinned` value."""
+    return c._kv.scan_values(pinned.PREFIX, pinned.key_of)
 
 
-def _outcomes(c: Cortex, plan: _Plan, excluded: set[tuple[int, int]]) -> Columns:
-    """The `outcome_limit` newest live Events under (verb, ref) of any object."""
+def _outcomes(c: Cortex, plan: _Plan, pinned_ids: set[bytes]) -> list[bytes]:
+    """The values of the `outcome_limit` newest live Events under (verb, ref) of any
+    object that are not pinned (ties: id ascending)."""
     assert plan.verb is not None
     refs = sorted({ref for _, ref in plan.objects})
     streams = [
@@ -307,27 +304,24 @@ def _outcomes(c: Cortex, plan: _Plan, excluded: set[tuple[int, int]]) -> Columns
             break  # everything still to come is older than the limit-th newest
         raw_id = value[:16]
         expires = entry.expires_of(value)
-        if raw_id in chosen or 0 < expires <= plan.now or entry.id_pair(value) in excluded:
+        if raw_id in chosen or 0 < expires <= plan.now or raw_id in pinned_ids:
             continue
         chosen[raw_id] = (created, value)
         if cutoff is None and len(chosen) >= plan.outcome_limit:
             cutoff = created
     newest = sorted(chosen.items(), key=lambda kv: (-kv[1][0], kv[0]))[: plan.outcome_limit]
-    return _decode([value for _, (_, value) in newest], plan)
+    return [value for _, (_, value) in newest]
 
 
-def _frame_relevant(c: Cortex, plan: _Plan, excluded: set[tuple[int, int]]) -> Columns:
-    """Every live memory under one of the (verb, kind, ref) frames, once each."""
+def _frame_relevant(c: Cortex, plan: _Plan) -> list[bytes]:
+    """Every value under one of the (verb, kind, ref) frames (copies and expired
+    memories included: the composer drops them for all tiers at once)."""
     assert plan.verb is not None
     values: list[bytes] = []
     for kind, ref in plan.objects:
         prefix = frame.prefix(plan.verb, kind, ref)
         values += c._kv.scan_values(prefix, frame.key_of(prefix))
-    cols = _decode(values, plan)
-    keep = _eligible(cols, plan.now, excluded)
-    if len(plan.objects) > 1:
-        keep &= _first_of_each_id(cols)
-    return cols.take(keep)
+    return values
 
 
 # ---------------------------------------------------------------------------
@@ -339,11 +333,10 @@ def compose(c: Cortex, opts: ContextOpts | None, overrides: dict[str, Any]) -> B
     c._check_open()
     if opts is not None and not isinstance(opts, ContextOpts):
         raise ValidationError("opts", f"must be a ContextOpts, not {type(opts).__name__}", opts)
-    names = {f.name for f in fields(ContextOpts)}
     for name in overrides:
-        if name not in names:
-            raise ValidationError(name, f"unknown context() option; options: {', '.join(sorted(names))}")
-    opts = replace(opts or ContextOpts(), **overrides)
+        if name not in _OPTION_NAMES:
+            raise ValidationError(name, f"unknown context() option; options: {', '.join(sorted(_OPTION_NAMES))}")
+    opts = ContextOpts(**overrides) if opts is None else replace(opts, **overrides)
     plan = _plan(opts, c._now)
     for attempt in range(_VIEW_RETRIES + 1):
         c._catch_up_if_changed()
@@ -359,6 +352,12 @@ def compose(c: Cortex, opts: ContextOpts | None, overrides: dict[str, Any]) -> B
     raise AssertionError("unreachable")
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _uri(type_code: int, raw_id: bytes, version: int) -> str:
+    """A reachable URI (hot objects trim the same memories call after call)."""
+    return format_uri(MemoryType(type_code), raw_id, version)
+
+
 class _TornView(Exception):
     """A `mode="r"` view that mixes two committed states (RocksDB secondaries can show
     one for a moment around a writer's flush): the call catches up and tries again."""
@@ -371,38 +370,39 @@ _VIEW_RETRIES = 5
 def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
     root = c._journal.root.hex()
     weights = c._weights_locked()
-    parts: list[Columns] = []
-    tier_of: list[np.ndarray] = []
-    excluded: set[tuple[int, int]] = set()
     tiered = plan.verb is not None and bool(plan.objects)
     included = [t for t in _TIER_ORDER if t in plan.tiers and (t is Tier.PINNED or tiered)]
+    token_field = entry.TOKEN_FIELDS[plan.form]
+    values: list[bytes] = []
+    counts: list[int] = []
     try:
         for tier in included:
             if tier is Tier.PINNED:
-                cols = _pinned(c, plan)
+                found = _pinned(c)
             elif tier is Tier.OUTCOMES:
-                cols = _outcomes(c, plan, excluded)
+                found = _outcomes(c, plan, {value[:16] for value in values})
             else:
-                cols = _frame_relevant(c, plan, excluded)
-            if tier is not included[-1]:
-                excluded |= _id_pairs(cols)  # dedup: a later tier skips these ids
-            parts.append(cols)
-            tier_of.append(np.full(len(cols), _TIER_ORDER.index(tier), dtype=np.int8))
+                found = _frame_relevant(c, plan)
+            values += found
+            counts.append(len(found))
+        # One decode for all tiers; rows stay in tier order (see _first_of_each_id).
+        cols = _decode(values, plan)
     except (ValueError, struct.error) as exc:  # a value of the wrong size
         raise _corrupt_index(c, plan, str(exc)) from None
-
-    token_field = entry.TOKEN_FIELDS[plan.form]
-    cols = Columns.concat(parts, (*_FIELDS, token_field))
-    tiers = np.concatenate(tier_of) if tier_of else np.empty(0, dtype=np.int8)
+    if entry.unsound(cols):
+        raise _corrupt_index(c, plan, "type or version out of range")
+    if c._journal_at is not None and len(cols) and int(cols["created"].max()) > c._journal_at:
+        raise _TornView("a memory newer than the view's last journal entry")
+    tiers = np.repeat(np.array([_TIER_ORDER.index(t) for t in included], dtype=np.int8), counts)
+    keep = _live(cols, plan.now)
+    if len(included) > 1 or len(plan.objects) > 1:
+        keep &= _first_of_each_id(cols)
+    cols, tiers = cols.take(keep), tiers[keep]
     scores = live_scores(
         cols["last_used"], cols["access"], cols["citations"], cols["importance"],
         tiers == _TIER_ORDER.index(Tier.PINNED), plan.now, weights,
     )
     tokens = cols[token_field].astype(np.int64)
-    if entry.unsound(cols):
-        raise _corrupt_index(c, plan, "type or version out of range")
-    if c._journal_at is not None and len(cols) and int(cols["created"].max()) > c._journal_at:
-        raise _TornView("a memory newer than the view's last journal entry")
 
     # Trim: drop the lowest (score, id) first while over budget, keeping one.
     order = np.lexsort((cols["id_lo"], cols["id_hi"], scores))
@@ -414,10 +414,7 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
         dropped = min(int(fits[0]) + 1 if len(fits) else len(order) - 1, len(order) - 1)
         total = int(remaining[dropped - 1])
     gone = cols.take(order[:dropped][:MAX_REACHABLE_URIS])
-    reachable = [
-        format_uri(MemoryType(t), raw_id, v)
-        for t, raw_id, v in zip(gone["type"].tolist(), gone.ids(), gone["version"].tolist())
-    ]
+    reachable = [_uri(t, raw_id, v) for t, raw_id, v in zip(gone["type"].tolist(), gone.ids(), gone["version"].tolist())]
 
     # Read and render the survivors only: one multi-get of their heads.
     keep = order[dropped:]
@@ -428,13 +425,13 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
     for key, raw, tier, score, created, version in zip(
         keys, c._kv.multi_get(keys), tiers[keep].tolist(), scores[keep].tolist(), cols["created"][keep].tolist(), cols["version"][keep].tolist()
     ):
-        memory = None if raw is None else Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw))
+        memory = None if raw is None else c._views.view(key, raw)
         if memory is None or memory.version != version:
             if c._journal_at is not None:
                 raise _TornView("an index entry and its head disagree")
             detail = "an index entry names a memory with no head" if raw is None else "an index entry and its head disagree on the version"
             raise _corrupt_index(c, plan, detail, key)
-        rendered[memory.id] = render_full(memory.data) if plan.form == "full" else memory.form(plan.form)
+        rendered[memory.id] = memory.form(plan.form)
         sort_key: tuple[Any, ...] = (-created, -score, memory.id) if tier == outcome_tier else (-score, memory.id)
         memories[tier].append((sort_key, memory))
     ordered = {t: [m for _, m in sorted(items, key=lambda x: x[0])] for t, items in memories.items()}

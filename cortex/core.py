@@ -47,7 +47,7 @@ from .errors import (
 from .forms import DEFAULT_ENCODING, Tokenizer, build_forms, check_forms
 from .ids import IdGenerator, URI, decode_id, encode_id, format_uri, parse_uri
 from .journal import JournalHead, append
-from .memory import Memory
+from .memory import Memory, ViewCache
 from .model import (
     MAX_IMPORTANCE,
     Frame,
@@ -257,6 +257,7 @@ class Cortex:
     def __init__(self, path: str, *, actor: str, mode: str, clock: Callable[[], datetime], sync: bool, entropy: Callable[[int], bytes] | None, cache_mb: int, ingest_helper: bool = False) -> None:
         self.path = path
         self._ingest_helper = ingest_helper and mode == "rw"
+        self._views = ViewCache()
         self._pool: FormsPool | None = None
         self.actor = actor
         self.mode = mode

@@ -17,8 +17,10 @@ from typing import Any
 
 from .errors import CorruptRecord
 from .ids import encode_id
+from .forms import render_full
 from .model import Frame, MemoryData, MemoryType, from_micros, json_value
 from .store import (
+    HEAD_PREFIX,
     H_CONFIDENCE,
     H_CREATED,
     H_DATA,
@@ -43,6 +45,7 @@ from .store import (
     decode_frames,
     head_key,
     head_shape_ok,
+    unpack,
     version_key,
     version_shape_ok,
 )
@@ -98,7 +101,11 @@ class Memory:
         if version is not None and not version_shape_ok(version, head[H_TYPE]):
             raise CorruptRecord(version_key(raw_id, number or 0), "bad version record")
         memory = object.__new__(cls)
-        _set(memory, _fields={}, _raw_id=raw_id, _head=head, _version=version, _number=number or head[H_VERSION])
+        _SET_FIELDS(memory, {})
+        _SET_RAW_ID(memory, raw_id)
+        _SET_HEAD(memory, head)
+        _SET_VERSION(memory, version)
+        _SET_NUMBER(memory, number or head[H_VERSION])
         return memory
 
     def _get(self, name: str) -> Any:
@@ -133,7 +140,18 @@ class Memory:
         return (_from_fields, ({n: self._get(n) for n in FIELDS},))
 
     def form(self, name: str) -> str:
-        """The stored "short" or "medium" text (without building the `forms` dict)."""
+        """The stored "short" or "medium" text (without building the `forms` dict), or
+        the "full" form, rendered from the data on first use and then kept."""
+        if name == "full":
+            full = self._fields.get(_FULL)
+            if full is None:
+                try:
+                    full = self._fields[_FULL] = render_full(self.data)
+                except CorruptRecord:
+                    raise
+                except Exception as exc:
+                    raise CorruptRecord(head_key(self._raw_id) if self._raw_id else b"", f"bad record (data: {type(exc).__name__})") from None
+            return full
         record = self._version if self._version is not None else self._head
         if record is not None:
             return record[V_FORMS if self._version is not None else H_FORMS][0 if name == "short" else 1]
@@ -168,6 +186,45 @@ def _from_fields(fields: dict[str, Any]) -> Memory:
 def _set(memory: Memory, **slots: Any) -> None:
     for name, value in slots.items():
         object.__setattr__(memory, name, value)
+
+
+# The slots' own setters: a view is built for every memory a read returns, and these
+# cost a tenth of `object.__setattr__` by name.
+_SET_FIELDS = Memory._fields.__set__  # type: ignore[attr-defined]
+_SET_RAW_ID = Memory._raw_id.__set__  # type: ignore[attr-defined]
+_SET_HEAD = Memory._head.__set__  # type: ignore[attr-defined]
+_SET_VERSION = Memory._version.__set__  # type: ignore[attr-defined]
+_SET_NUMBER = Memory._number.__set__  # type: ignore[attr-defined]
+
+# Where `form("full")` keeps its rendering, beside the derived fields.
+_FULL = "_full"
+
+
+class ViewCache:
+    """Views of current heads, keyed by (head key, stored head bytes).
+
+    The pinned tier (identity, hard constraints, active goals) is in every
+    `context()`, and hot objects bring back the same memories call after call:
+    decoding, checking and rendering them again is most of a warm call. A view is
+    immutable and keyed by the exact bytes it was built from, so a hit can never be
+    stale: any change to a memory changes its head bytes. At most `size` views are
+    kept; the oldest go first.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._views: dict[tuple[bytes, bytes], Memory] = {}
+
+    def view(self, key: bytes, raw: bytes) -> Memory:
+        """The view of the head stored under `key` as `raw` (`CorruptRecord` if bad)."""
+        views = self._views
+        memory = views.get((key, raw))
+        if memory is None:
+            memory = Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw))
+            if len(views) >= self.size:
+                views.pop(next(iter(views), None), None)  # type: ignore[arg-type]
+            views[(key, raw)] = memory
+        return memory
 
 
 def _current(m: Memory, head_index: int, version_index: int) -> Any:
