@@ -458,24 +458,22 @@ class Cortex:
         with self._lock.write():
             self._check_open()
             now = to_micros(self._now())
+            raw_ids = self._ids.next_many(now // 1000, len(batch))
             puts: dict[bytes, bytes | None] = {}
             journal = self._journal
             uris = []
-            for item, record, form in zip(batch, records, itertools.chain.from_iterable(chunks)):
-                raw_id = self._ids.next(now // 1000)
-                pinned = is_pinned(item.data)
-                head = Head(
-                    type=item.data.TYPE, version=1, created=now, updated=now, frames=item.frames,
-                    tags=item.tags, importance=item.importance, tombstone=None,
-                    expires=to_micros(item.expires_at) if item.expires_at else None,
-                    data=item.data, confidence=item.confidence, source=item.source,
-                    forms=(form.short, form.medium), tokens=(form.short_tokens, form.medium_tokens, form.full_tokens),
-                )
-                version = Version(item.data, now, self.actor, item.confidence, item.source, head.forms, head.tokens, content_hash(record))
+            for raw_id, item, record, form in zip(raw_ids, batch, records, itertools.chain.from_iterable(chunks)):
+                data = item.data
+                forms = (form.short, form.medium)
+                tokens = (form.short_tokens, form.medium_tokens, form.full_tokens)
+                expires = to_micros(item.expires_at) if item.expires_at else None
+                head = Head(data.TYPE, 1, now, now, item.frames, item.tags, item.importance, None, expires,
+                            data, item.confidence, item.source, forms, tokens)
+                version = Version(data, now, self.actor, item.confidence, item.source, forms, tokens, content_hash(record))
                 frames = [[int(f.verb), int(f.kind), f.ref] for f in item.frames]
                 payload = {
-                    "id": raw_id, "type": int(head.type), "version": 1, "importance": item.importance, "pinned": pinned,
-                    "frames": frames, "tags": list(item.tags), "expires": head.expires,
+                    "id": raw_id, "type": int(data.TYPE), "version": 1, "importance": item.importance, "pinned": is_pinned(data),
+                    "frames": frames, "tags": list(item.tags), "expires": expires,
                 }
                 score = salience.apply(None, "write", now, payload)
                 puts[head_key(raw_id)] = head.encode(record, frames)
@@ -483,7 +481,7 @@ class Cortex:
                 puts[salience_key(raw_id)] = score.encode()
                 puts.update(index.entries(raw_id, head, score))
                 journal = append(puts, journal, "write", now, payload)
-                uris.append(format_uri(head.type, raw_id, 1))
+                uris.append(format_uri(data.TYPE, raw_id, 1))
             high = self._stamp(puts, now)
             self._kv.write(puts)
             self._journal, self._clock_high = journal, high

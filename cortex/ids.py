@@ -69,15 +69,22 @@ class IdGenerator:
         self._lock = threading.Lock()
 
     def next(self, millis: int) -> bytes:
+        return self.next_many(millis, 1)[0]
+
+    def next_many(self, millis: int, count: int) -> list[bytes]:
+        """`count` ascending ids at `millis`, from one call of the entropy source."""
         with self._lock:
-            random_bits = self._entropy(10)
-            if not isinstance(random_bits, bytes) or len(random_bits) != 10:
+            random_bits = self._entropy(10 * count)
+            if not isinstance(random_bits, bytes) or len(random_bits) != 10 * count:
                 raise ValidationError("entropy", "must return the n random bytes it is asked for (like os.urandom)", random_bits)
-            candidate = (millis << 80) | int.from_bytes(random_bits, "big")
-            if candidate <= self._last:
-                candidate = self._last + 1
-            self._last = candidate
-            return candidate.to_bytes(ID_BYTES, "big")
+            ids = []
+            last = self._last
+            for start in range(0, 10 * count, 10):
+                candidate = (millis << 80) | int.from_bytes(random_bits[start : start + 10], "big")
+                last = candidate if candidate > last else last + 1
+                ids.append(last.to_bytes(ID_BYTES, "big"))
+            self._last = last
+            return ids
 
 
 @dataclass(frozen=True, slots=True)

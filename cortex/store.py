@@ -240,7 +240,7 @@ class Head(NamedTuple):
     tokens: tuple[int, int, int]
 
     def encode(self, record: list[Any] | None = None, frames: list[list[Any]] | None = None) -> bytes:
-        """The stored bytes; `record` is `data.to_record()` and `frames` the frames as
+        """The stored bytes. `record` is `data.to_record()` and `frames` the frames as
         [verb, kind, ref] lists, when the caller has them."""
         return pack(
             [

@@ -148,11 +148,12 @@ def test_agree_on_updates_expiry_tombstones_and_feedback(tmp_path):
             {**base, "include_tiers": ["outcomes", "frame_relevant"], "budget_tokens": 100},
             {**base, "include_tiers": ["pinned"]},
             {"verb": None},
+            {**base, "outcome_limit": 5, "include_tiers": ["outcomes"]},
         ]
         bundles = [_assert_same(c, sqlite, q) for q in queries]
         B.check_agreement(c, sqlite, queries, NOW)
     first = bundles[0]
     assert {getattr(m.data, "name", None) or m.data.statement for m in first.pinned} == {"me", "prefer eu"}
     assert first.outcomes and all(m.type == cortex.MemoryType.EVENT for m in first.outcomes)
-    assert len(bundles[2].outcomes) == 1 and len(bundles[3].outcomes) == 5
+    assert len(bundles[2].outcomes) == 1 and len(bundles[10].outcomes) == 5
     assert len(bundles[5].memories()) == 1 and len(bundles[5].reachable_uris) == B.MAX_REACHABLE_URIS < bundles[5].trimmed

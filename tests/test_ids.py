@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import cortex
 from cortex import BadURI, Fact, MemoryType, Preference, ValidationError, Write
-from cortex.ids import URI, decode_id, encode_id, format_uri, parse_uri
+from cortex.ids import URI, IdGenerator, decode_id, encode_id, format_uri, parse_uri
 from cortex.model import to_micros
 
 from conftest import FakeClock, open_store
@@ -288,3 +288,25 @@ def test_resolve_with_the_wrong_type_name_raises_not_found(store):
     wrong = uri.replace("cortex://Fact/", "cortex://Belief/")
     with pytest.raises(cortex.NotFound):
         store.resolve(wrong)
+
+
+def test_a_batch_draws_its_random_bits_in_one_call():
+    calls = []
+
+    def entropy(n: int) -> bytes:
+        calls.append(n)
+        return bytes(i % 251 for i in range(n))
+
+    gen = IdGenerator(entropy)
+    ids = gen.next_many(1_700_000_000_000, 4)
+    assert calls == [40]
+    assert ids == sorted(ids) and len(set(ids)) == 4
+    assert all(i[:6] == (1_700_000_000_000).to_bytes(6, "big") for i in ids)
+    assert gen.next(1_700_000_000_000) > ids[-1]  # the generator goes on above the batch
+
+
+def test_a_short_entropy_answer_for_a_batch_is_rejected():
+    gen = IdGenerator(lambda n: b"\x00" * (n - 1))
+    with pytest.raises(cortex.ValidationError) as err:
+        gen.next_many(1, 3)
+    assert err.value.field == "entropy"

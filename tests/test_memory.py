@@ -1,0 +1,72 @@
+"""`Memory` views and the handle's cache of them: a cached view is never stale,
+whatever changes a memory, and the cache stays within its size."""
+
+from __future__ import annotations
+
+import pytest
+
+from cortex import Constraint, Fact, Frame, Goal
+from cortex.forms import render_full
+from cortex.memory import ViewCache
+from cortex.store import head_key
+
+from conftest import open_store
+
+
+def _raw_id(memory) -> bytes:
+    from cortex.ids import decode_id
+
+    return decode_id(memory.id)
+
+
+def test_the_same_stored_bytes_give_the_same_view_and_other_bytes_a_new_one(store):
+    uri = store.write(Fact(statement="GPU quotes are in USD", subject="vendor-a", predicate="currency"))
+    memory = store.resolve(uri)
+    key = head_key(_raw_id(memory))
+    raw = store._kv.get(key)
+    cache = ViewCache(size=8)
+    first = cache.view(key, raw)
+    assert cache.view(key, raw) is first
+    assert cache.view(key, bytes(raw)) is first  # equal bytes, another object
+    store.update_head(uri, tags=["pricing"])
+    changed = cache.view(key, store._kv.get(key))
+    assert changed is not first and changed.tags == ("pricing",) and first.tags == ()
+
+
+def test_the_cache_keeps_at_most_its_size(store):
+    uris = [store.write(Fact(statement=f"fact {i}", subject="s", predicate="p")) for i in range(6)]
+    cache = ViewCache(size=3)
+    for uri in uris:
+        key = head_key(_raw_id(store.resolve(uri)))
+        cache.view(key, store._kv.get(key))
+    assert len(cache._views) == 3
+
+
+def test_a_bundle_never_shows_a_stale_cached_view(store, clock):
+    frame = Frame("acquire", "service", "gpu")
+    goal = store.write(Goal(statement="ship the release", status="active"), frames=[frame])
+    fact = store.write(Fact(statement="vendor a quotes 3 USD", subject="vendor-a", predicate="price"), frames=[frame])
+    before = store.context(verb="acquire", objects={"service": "gpu"})
+    assert {m.uri for m in before.memories()} == {goal, fact}
+    # Same version, new tags and importance: the head bytes change, so the view does.
+    store.update_head(fact, tags=["pricing"], importance=9)
+    after = store.context(verb="acquire", objects={"service": "gpu"})
+    (m,) = after.frame_relevant
+    assert m.tags == ("pricing",) and m.importance == 9
+    # A new version and a tombstone show as well.
+    clock.advance(1)
+    fact2 = store.update(fact, Fact(statement="vendor a quotes 4 USD", subject="vendor-a", predicate="price"))
+    assert store.context(verb="acquire", objects={"service": "gpu"}).frame_relevant[0].uri == fact2
+    store.tombstone(fact2, "superseded")
+    assert store.context(verb="acquire", objects={"service": "gpu"}).frame_relevant == []
+
+
+@pytest.mark.parametrize("form", ["short", "medium", "full"])
+def test_a_cached_view_renders_each_form_like_a_fresh_read(store, form):
+    uri = store.write(Constraint(statement="never pay twice", strength="hard", polarity="avoid", source="user_declared"))
+    first = store.context(form=form)
+    again = store.context(form=form)
+    (m,) = again.pinned
+    assert again.pinned[0] is first.pinned[0]  # the cached view
+    expected = render_full(store.resolve(uri).data) if form == "full" else store.resolve(uri).forms[form]
+    assert again.rendered[m.id] == first.rendered[m.id] == expected
