@@ -3,7 +3,8 @@
 Short and medium forms are rendered once, at write time, from a per-type template
 (medium = short + " — " + details) and stored with their token counts; a caller may
 supply its own short/medium text through `write(..., forms=...)`. The full form is
-the untruncated medium text followed by one `field: value` line per non-empty field;
+the untruncated medium text followed by one `field: value` line per non-empty field
+the medium does not show whole;
 it is rendered live when asked for, but its token count is computed at write time so
 that `context(form="full")` can trim without the tokenizer.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import unicodedata
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +37,8 @@ from .model import (
     Pattern,
     Preference,
     check_text,
+    field_names,
+    field_values,
 )
 
 SHORT_LIMIT = 50
@@ -138,13 +141,31 @@ def render_short_medium(data: MemoryData) -> tuple[str, str]:
     return short, short + details
 
 
+# The fields each medium template shows whole (not as a count, not rounded): the
+# full form does not repeat them.
+_SHOWN: dict[type, frozenset[str]] = {
+    Identity: frozenset({"name", "did"}),  # roles are joined without spaces: a line keeps them apart
+    Fact: frozenset({"statement", "subject", "predicate", "as_of", "source"}),
+    Preference: frozenset({"topic", "polarity", "rationale"}),
+    Belief: frozenset({"stance", "statement"}),
+    Event: frozenset({"kind", "outcome", "counterparty", "cost", "duration", "intent_ref", "summary"}),
+    Goal: frozenset({"statement", "status", "horizon_end"}),
+    Constraint: frozenset({"statement", "strength", "polarity", "source", "trigger"}),
+    Capability: frozenset({"subject", "capability", "verified", "last_observed"}),
+    Pattern: frozenset({"statement", "coverage"}),
+}
+
+
 def render_full(data: MemoryData, medium: str | None = None) -> str:
-    """The full form: the untruncated medium text, then one line per non-empty field."""
+    """The full form: the untruncated medium text, then one `field: value` line per
+    non-empty field that the medium does not show whole (lists it only counts,
+    numbers it rounds, fields its template leaves out). Nothing is cut and nothing
+    is said twice, so a full form costs no tokens on repeated text."""
     lines = [medium if medium is not None else render_short_medium(data)[1]]
-    for f in fields(data):  # type: ignore[arg-type]
-        value = getattr(data, f.name)
-        if value not in (None, "", (), {}):
-            lines.append(f"{f.name}: {_fmt(value)}")
+    shown = _SHOWN[type(data)]
+    for name, value in zip(field_names(type(data)), field_values(data)):
+        if name not in shown and value not in (None, "", (), {}):
+            lines.append(f"{name}: {_fmt(value)}")
     return "\n".join(lines)
 
 

@@ -331,7 +331,7 @@ class MemoryData:
 
     def to_record(self) -> list[Any]:
         """Field values in declaration order, as msgpack-ready plain values."""
-        return [v if type(v) in _PLAIN_TYPES else _encode_value(v) for v in _field_getter(type(self))(self)]
+        return [v if type(v) in _PLAIN_TYPES else _encode_value(v) for v in field_values(self)]
 
     def to_dict(self) -> dict[str, Any]:
         """Field values as JSON-ready plain values (datetimes as ISO 8601 UTC text)."""
@@ -357,6 +357,11 @@ class MemoryData:
 def field_names(cls: type) -> tuple[str, ...]:
     """The data fields of a data class, in declaration (= record) order."""
     return tuple(f.name for f in fields(cls))
+
+
+def field_values(data: MemoryData) -> tuple[Any, ...]:
+    """The data fields of `data`, in declaration (= record) order."""
+    return _field_getter(type(data))(data)
 
 
 @functools.cache

@@ -125,12 +125,43 @@ def test_stored_forms_follow_the_templates(store, data, short, medium):
     assert render_short_medium(data) == (short, medium)
 
 
-def test_full_form_is_medium_then_one_line_per_field():
+def test_full_form_is_medium_then_one_line_per_field_the_medium_does_not_show_whole():
     data = Event(kind="payment", outcome="success", counterparty="bob", cost=("USDC", 2.0), artifacts=("a", "b"))
-    assert render_full(data) == (
-        "success payment with bob cost=2USDC — artifacts=2\n"
-        "kind: payment\noutcome: success\ncounterparty: bob\ncost: USDC, 2\nartifacts: a, b"
-    )
+    assert render_full(data) == "success payment with bob cost=2USDC — artifacts=2\nartifacts: a, b"
+    fact = Fact(statement="GPU hours cost 3 USD", subject="vendor-a", predicate="price", object="gpu")
+    assert render_full(fact) == "price(vendor-a)=GPU hours cost 3 USD\nobject: gpu"
+    pref = Preference(topic="eu", polarity="prefer", strength=0.125, value="eu-west")
+    assert render_full(pref) == "prefers eu (prefer, strength=0.12)\nstrength: 0.125\nvalue: eu-west"
+
+
+EVERY_FIELD = [
+    Identity(name="agent-7", did="did:x:1", wallets=("w1",), roles=("buyer", "seller"), public_keys=("k1", "k2")),
+    Fact(statement="GPU hours cost 3 USD", subject="vendor-a", predicate="price", object="gpu", source="quote",
+         as_of=datetime(2025, 3, 4, 5, 6, 7, tzinfo=timezone.utc)),
+    Preference(topic="eu", polarity="prefer", strength=0.125, value="eu-west", rationale="latency"),
+    Belief(statement="vendor-a is reliable", stance="believe", subject="vendor-a", evidence_for=("e1",), evidence_against=("e2",)),
+    Event(kind="payment", outcome="failure", intent_ref="intent-9", counterparty="bob", cost=("USDC", 2.5), duration=1.5,
+          artifacts=("a",), summary="card declined"),
+    Goal(statement="ship", status="active", horizon_end=datetime(2026, 1, 1, tzinfo=timezone.utc), success_criteria=("c1",), subgoals=("g1",)),
+    Constraint(statement="never pay twice", strength="hard", polarity="avoid", source="user_declared", trigger="payment"),
+    Capability(subject="me", capability="deploy", parameters={"region": "eu"}, verified=True,
+               last_observed=datetime(2025, 5, 6, tzinfo=timezone.utc)),
+    Pattern(statement="vendors answer fast", derived_from=("m1", "m2"), strength=0.333, coverage=7),
+]
+
+
+@pytest.mark.parametrize("data", EVERY_FIELD, ids=lambda d: type(d).__name__)
+def test_full_form_holds_every_field_whole(data):
+    from cortex.forms import _fmt
+    from cortex.model import field_names, field_values
+
+    full = render_full(data)
+    for name, value in zip(field_names(type(data)), field_values(data)):
+        if isinstance(value, bool):
+            assert "(verified)" in full  # Capability.verified, the one flag: shown as a word
+            continue
+        parts = value if isinstance(value, tuple) else (value,)  # a cost shows as "2.5USDC"
+        assert all(_fmt(part) in full for part in parts), name
 
 
 def test_caller_supplied_forms_are_stored_and_counted(store):
