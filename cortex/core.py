@@ -194,8 +194,9 @@ def open(
     survives a killed process). Options: `entropy` (a callable like `os.urandom`
     that supplies the random bits of new ids, for reproducible stores) and
     `cache_mb` (block cache size, default 1024) and `ingest_helper` (default False:
-    True starts a helper process that counts tokens for `write_many` batches of 256
-    memories or more, see `cortex.workers`; about 2x bulk ingest on two cores).
+    True starts a helper process that renders and counts the forms of `write_many`
+    batches of 256 memories or more, see `cortex.workers`; about 1.2x bulk ingest
+    on two cores).
 
     A second `mode="rw"` open of a store raises `StoreLocked`. `mode="r"` runs
     beside a writer (in this or another process) as a RocksDB secondary instance
@@ -405,7 +406,7 @@ class Cortex:
             shutil.rmtree(old_dir, ignore_errors=True)
 
     def _forms_pool(self, batch_size: int) -> FormsPool | None:
-        """The helper processes for a batch this large, started on first need."""
+        """The forms helper for a batch this large (None: work inline), started on first need."""
         if not self._ingest_helper or batch_size < workers.MIN_BATCH:
             return None
         if self._pool is None:
@@ -467,8 +468,11 @@ class Cortex:
                 forms = (form.short, form.medium)
                 tokens = (form.short_tokens, form.medium_tokens, form.full_tokens)
                 expires = to_micros(item.expires_at) if item.expires_at else None
-                head = Head(data.TYPE, 1, now, now, item.frames, item.tags, item.importance, None, expires,
-                            data, item.confidence, item.source, forms, tokens)
+                head = Head(
+                    type=data.TYPE, version=1, created=now, updated=now, frames=item.frames, tags=item.tags,
+                    importance=item.importance, tombstone=None, expires=expires, data=data,
+                    confidence=item.confidence, source=item.source, forms=forms, tokens=tokens,
+                )
                 version = Version(data, now, self.actor, item.confidence, item.source, forms, tokens, content_hash(record))
                 frames = [[int(f.verb), int(f.kind), f.ref] for f in item.frames]
                 payload = {

@@ -253,8 +253,7 @@ def check_forms(value: object) -> dict[str, str] | None:
 
 
 # The rendered text of one memory's forms, ready to be counted: (short, medium,
-# full, caller's short or None, caller's medium or None). Plain strings, so a batch
-# of them pickles cheaply to a helper process (`cortex.workers`).
+# full, caller's short or None, caller's medium or None).
 FormTexts = tuple[str, str, str, "str | None", "str | None"]
 
 

@@ -11,6 +11,7 @@ however each was built; `Memory(**fields)` builds one eagerly.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -90,7 +91,9 @@ class Memory:
                  forms: dict[str, str], tokens: dict[str, int], expires_at: datetime | None = None) -> None:
         values = dict(locals())
         del values["self"]
-        _set(self, _fields=values, _raw_id=None, _head=None, _version=None, _number=None)
+        _SET_FIELDS(self, values)
+        for setter in (_SET_RAW_ID, _SET_HEAD, _SET_VERSION, _SET_NUMBER):
+            setter(self, None)
 
     @classmethod
     def stored(cls, raw_id: bytes, head: list[Any], number: int | None = None, version: list[Any] | None = None) -> Memory:
@@ -183,11 +186,6 @@ def _from_fields(fields: dict[str, Any]) -> Memory:
     return Memory(**fields)
 
 
-def _set(memory: Memory, **slots: Any) -> None:
-    for name, value in slots.items():
-        object.__setattr__(memory, name, value)
-
-
 # The slots' own setters: a view is built for every memory a read returns, and these
 # cost a tenth of `object.__setattr__` by name.
 _SET_FIELDS = Memory._fields.__set__  # type: ignore[attr-defined]
@@ -214,16 +212,17 @@ class ViewCache:
     def __init__(self, size: int = 4096) -> None:
         self.size = size
         self._views: dict[tuple[bytes, bytes], Memory] = {}
+        self._lock = threading.Lock()  # readers share a handle: one evicts at a time
 
     def view(self, key: bytes, raw: bytes) -> Memory:
         """The view of the head stored under `key` as `raw` (`CorruptRecord` if bad)."""
-        views = self._views
-        memory = views.get((key, raw))
+        memory = self._views.get((key, raw))
         if memory is None:
             memory = Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw))
-            if len(views) >= self.size:
-                views.pop(next(iter(views), None), None)  # type: ignore[arg-type]
-            views[(key, raw)] = memory
+            with self._lock:
+                if len(self._views) >= self.size:
+                    del self._views[next(iter(self._views))]
+                self._views[(key, raw)] = memory
         return memory
 
 

@@ -14,7 +14,7 @@ inline. The forms are the same either way: both run `cortex.forms.render_texts`
 and `count_forms`, the helper on the data rebuilt from its record (as every read
 rebuilds it).
 
-A helper is a plain subprocess running `serve()` (not `multiprocessing`, whose
+A helper is a plain subprocess of `sys.executable` running `serve()` (not `multiprocessing`, whose
 "spawn" children import the caller's `__main__` script again, and whose "fork" is
 unsafe beside RocksDB's threads). It reads length-prefixed msgpack frames on stdin
 and answers each on stdout, in order. The writer talks to it from its own thread,
@@ -49,15 +49,13 @@ _Item = tuple[MemoryData, list[Any], 'dict[str, str] | None']
 
 # A batch smaller than this is counted inline: the hand-off would cost more than it saves.
 MIN_BATCH = 256
-# Chunks are small, so that a helper starts early and a chunk the writer takes back
-# costs little; three in flight keep a helper busy between two pumps without leaving
-# the writer to wait long at the end of a batch (measured at 60k memories on two
-# cores: 16/16/3 gave 20-21k memories/s, 16/32/6 19-20k, 32/128/2 17-18k).
-FIRST_CHUNK = 16
+# Chunks are small, so that a helper starts early, a chunk the writer takes back
+# costs little, and the writer pumps the pipes often (after each chunk); three in
+# flight keep a helper busy between two pumps without leaving the writer to wait
+# long at the end of a batch (measured at 60k memories on two cores: chunks of 16
+# with 3 in flight gave 20-21k memories/s, 32 with 6 19-20k, 128 with 2 17-18k).
 CHUNK = 16
 IN_FLIGHT = 3
-# The caller gets the forms in slices this long, and the pipes are pumped between.
-SLICE = 16
 # Pipes this large hold several chunks each way, so neither side waits for the
 # other to come back to the pipe (Linux only; elsewhere the default).
 _PIPE_BYTES = 1 << 20
@@ -253,7 +251,7 @@ class FormsPool:
             return  # select() on pipes is POSIX only: count inline
         try:
             self._helper = _Helper(encoding)
-        except OSError:  # cannot start a process here: count inline
+        except Exception:  # cannot start a process here (no sys.executable, no fork): work inline
             self._helper = None
 
     def count(self, items: list[_Item]) -> Iterator[list[Forms]]:
@@ -262,8 +260,7 @@ class FormsPool:
         helper = self._helper
         if helper is None or not helper.usable():
             return iter([_count_here(self.encoding, items)])
-        bounds = [0, *range(min(FIRST_CHUNK, len(items)), len(items), CHUNK), len(items)]
-        chunks = [(helper.queue(items[a:b]), items[a:b]) for a, b in zip(bounds, bounds[1:])]
+        chunks = [(helper.queue(items[a : a + CHUNK]), items[a : a + CHUNK]) for a in range(0, len(items), CHUNK)]
         return self._collect(helper, chunks)
 
     def _collect(self, helper: _Helper, chunks: list[tuple[int, list[_Item]]]) -> Iterator[list[Forms]]:
@@ -289,11 +286,8 @@ class FormsPool:
                         forms = _forms_of(helper.answers.pop(seq), len(chunk))
                     except (TypeError, ValueError):  # a garbled answer: trust the helper no more
                         helper.kill()
-                if forms is None:
-                    forms = _count_here(self.encoding, chunk)
-                for start in range(0, len(forms), SLICE):
-                    yield forms[start : start + SLICE]
-                    helper.pump()  # keep the helper fed while the caller works
+                yield forms if forms is not None else _count_here(self.encoding, chunk)
+                helper.pump()  # keep the helper fed while the caller works
         finally:
             helper.forget()
             if helper.dead:

@@ -8,9 +8,7 @@ import pytest
 from cortex import Constraint, Fact, Frame, Goal
 from cortex.forms import render_full
 from cortex.memory import ViewCache
-from cortex.store import head_key
-
-from conftest import open_store
+from cortex.store import HEAD_PREFIX, head_key
 
 
 def _raw_id(memory) -> bytes:
@@ -70,3 +68,34 @@ def test_a_cached_view_renders_each_form_like_a_fresh_read(store, form):
     assert again.pinned[0] is first.pinned[0]  # the cached view
     expected = render_full(store.resolve(uri).data) if form == "full" else store.resolve(uri).forms[form]
     assert again.rendered[m.id] == first.rendered[m.id] == expected
+
+
+def test_threads_sharing_a_small_cache_never_fail(store):
+    import threading
+
+    uris = [store.write(Fact(statement=f"fact {i}", subject="s", predicate="p")) for i in range(40)]
+    keys = [head_key(_raw_id(store.resolve(u))) for u in uris]
+    heads = [(key, store._kv.get(key)) for key in keys]
+    cache = ViewCache(size=3)
+    errors: list[BaseException] = []
+
+    def hammer(offset: int) -> None:
+        try:
+            for round_ in range(200):
+                key, raw = heads[(offset + round_) % len(heads)]
+                assert cache.view(key, raw).id == _raw_id_text(key)
+        except BaseException as exc:  # noqa: BLE001 - any failure fails the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=hammer, args=(i * 7,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(cache._views) <= 3
+
+
+def _raw_id_text(key: bytes) -> str:
+    from cortex.ids import encode_id
+
+    return encode_id(key[len(HEAD_PREFIX):])

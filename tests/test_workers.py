@@ -5,9 +5,11 @@ handle ends the helper."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 
 import pytest
@@ -75,18 +77,25 @@ def write_batches(store: cortex.Cortex, clock: FakeClock, sizes: list[int]) -> l
     return uris
 
 
-def test_a_store_written_with_the_helper_is_byte_identical_to_an_inline_one(tmp_path):
-    sizes = [300, 700, 257, 1000]
+@contextlib.contextmanager
+def twin_stores(tmp_path) -> Iterator[tuple[tuple[cortex.Cortex, FakeClock], tuple[cortex.Cortex, FakeClock]]]:
+    """An inline store and one with the helper, each with the same first 300
+    memories (the helped one counts them inline too: its helper is starting), and
+    the helper ready. Yields (store, clock) for each."""
     inline_clock, helped_clock = FakeClock(), FakeClock()
     with open_store(tmp_path / "inline", clock=inline_clock) as inline, \
             open_store(tmp_path / "helped", clock=helped_clock, ingest_helper=True) as helped:
-        inline_uris = write_batches(inline, inline_clock, sizes[:1])
-        helped_uris = write_batches(helped, helped_clock, sizes[:1])  # counted inline: the helper is starting
+        write_batches(inline, inline_clock, [300])
+        write_batches(helped, helped_clock, [300])
         wait_until_ready(helped)
-        inline_uris += write_batches(inline, inline_clock, sizes[1:])
-        helped_uris += write_batches(helped, helped_clock, sizes[1:])
+        yield (inline, inline_clock), (helped, helped_clock)
+
+
+def test_a_store_written_with_the_helper_is_byte_identical_to_an_inline_one(tmp_path):
+    with twin_stores(tmp_path) as ((inline, inline_clock), (helped, helped_clock)):
+        sizes = [700, 257, 1000]
+        assert write_batches(helped, helped_clock, sizes) == write_batches(inline, inline_clock, sizes)
         assert helper_of(helped).answered > 0
-        assert helped_uris == inline_uris
         assert helped.root() == inline.root()
         assert all_items(helped) == all_items(inline)
         assert helped.verify() == []
@@ -99,12 +108,7 @@ def test_batches_below_the_threshold_never_start_a_helper(tmp_path):
 
 
 def test_a_helper_that_dies_is_replaced_by_inline_work(tmp_path):
-    inline_clock, helped_clock = FakeClock(), FakeClock()
-    with open_store(tmp_path / "inline", clock=inline_clock) as inline, \
-            open_store(tmp_path / "helped", clock=helped_clock, ingest_helper=True) as helped:
-        write_batches(inline, inline_clock, [300])
-        write_batches(helped, helped_clock, [300])
-        wait_until_ready(helped)
+    with twin_stores(tmp_path) as ((inline, inline_clock), (helped, helped_clock)):
         proc = helper_of(helped).proc
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
@@ -114,12 +118,7 @@ def test_a_helper_that_dies_is_replaced_by_inline_work(tmp_path):
 
 
 def test_a_helper_that_answers_garbage_is_not_trusted(tmp_path, monkeypatch):
-    inline_clock, helped_clock = FakeClock(), FakeClock()
-    with open_store(tmp_path / "inline", clock=inline_clock) as inline, \
-            open_store(tmp_path / "helped", clock=helped_clock, ingest_helper=True) as helped:
-        write_batches(inline, inline_clock, [300])
-        write_batches(helped, helped_clock, [300])
-        wait_until_ready(helped)
+    with twin_stores(tmp_path) as ((inline, inline_clock), (helped, helped_clock)):
         real = workers._forms_of
         monkeypatch.setattr(workers, "_forms_of", lambda answer, size: real(answer[:-1], size))  # one form short
         assert write_batches(helped, helped_clock, [500]) == write_batches(inline, inline_clock, [500])

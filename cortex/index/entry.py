@@ -101,11 +101,6 @@ def version_of(value: bytes) -> int:
     return int.from_bytes(value[19:23], "big")
 
 
-def id_pair(value: bytes) -> tuple[int, int]:
-    """(id_hi, id_lo) of one value: the form the composer's id sets use."""
-    return int.from_bytes(value[:8], "big"), int.from_bytes(value[8:16], "big")
-
-
 def is_sound(key: bytes, value: bytes) -> bool:
     """Whether an index entry's value can be what the write path stored under `key`:
     the right size, the id that ends the key, a known type, a version."""
@@ -176,12 +171,6 @@ class Columns:
     def decode(values: list[bytes], names: tuple[str, ...]) -> Columns:
         rows = decode_many(values)
         return Columns({name: rows[name].astype(rows.dtype[name].newbyteorder("=")) for name in names})
-
-    @staticmethod
-    def concat(parts: list[Columns], names: tuple[str, ...]) -> Columns:
-        if not parts:
-            return Columns({name: np.empty(0, dtype=DTYPE[name].newbyteorder("=")) for name in names})
-        return Columns({name: np.concatenate([p.data[name] for p in parts]) for name in names})
 
     def __len__(self) -> int:
         return len(self.data["id_hi"])
