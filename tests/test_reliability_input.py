@@ -191,6 +191,15 @@ _others = st.deferred(
 )
 
 
+def _hashable(value: object) -> bool:
+    """Whether `value` can be a dict key (hostile values include lists and dicts)."""
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 def maybe(valid: st.SearchStrategy, hostile_weight: int = 4) -> st.SearchStrategy:
     """`valid` most of the time, a hostile value otherwise."""
     return st.integers(0, 9).flatmap(lambda r: hostile() if r < hostile_weight else valid)
@@ -459,7 +468,7 @@ _context_fields = st.fixed_dictionaries(
     {},
     optional={
         "verb": maybe(st.none() | _verbs),
-        "objects": maybe(st.dictionaries(maybe(_kinds, 1), maybe(_ref, 1), max_size=3)),
+        "objects": maybe(st.dictionaries(maybe(_kinds, 1).filter(_hashable), maybe(_ref, 1), max_size=3)),
         "budget_tokens": maybe(st.integers(0, 10_000)),
         "include_tiers": maybe(st.none() | st.lists(st.sampled_from([Tier.PINNED, Tier.OUTCOMES, Tier.FRAME_RELEVANT, "pinned", "outcomes", "frame_relevant"]), max_size=3)),
         "outcome_limit": maybe(st.integers(0, 50)),
