@@ -27,7 +27,7 @@ import heapq
 import json
 import struct
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -40,8 +40,8 @@ from .ids import encode_id, format_uri
 from .index import actor_obj, entry, frame, pinned
 from .index.entry import Columns
 from .memory import Memory
-from .model import MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, to_micros
-from .salience.score import live_scores
+from .model import MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, from_micros, json_value, to_micros
+from .salience.score import DEFAULT_WEIGHTS, Weights, live_scores
 from .store import head_key
 
 if TYPE_CHECKING:
@@ -183,7 +183,14 @@ class _LazyIdMap(Mapping[str, Any]):
 @dataclass(frozen=True)
 class Bundle:
     """The result of `context()`. `tokens` and `scores` cover every scored candidate
-    (in the chosen form); `rendered` only the survivors."""
+    (in the chosen form); `rendered` only the survivors.
+
+    `request` is the call's normalised options (verb name or None, objects as
+    sorted [kind, ref] pairs, effective budget, tiers, outcome limit, form, and
+    `now` as ISO-8601 text); `dropped_ids` every trimmed memory's id, best first;
+    `weights` the salience weights the call scored with; `now` its instant. The
+    interop exports (ledger, packs) are built from these.
+    """
 
     pinned: list[Memory]
     frame_relevant: list[Memory]
@@ -198,6 +205,10 @@ class Bundle:
     latency_ms: float
     form: str
     root: str
+    request: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    dropped_ids: Sequence[str] = field(default=(), compare=False)
+    weights: Weights = field(default=DEFAULT_WEIGHTS, compare=False)
+    now: datetime | None = field(default=None, compare=False)
 
     def memories(self) -> list[Memory]:
         """Every survivor: pinned, then outcomes, then frame-relevant."""
@@ -450,4 +461,43 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
         latency_ms=(time.perf_counter() - started) * 1000.0,
         form=plan.form,
         root=root,
+        request=_request(plan),
+        dropped_ids=_LazyIds(cols.take(order[:dropped][::-1]).ids),
+        weights=weights,
+        now=from_micros(plan.now),
     )
+
+
+def _request(plan: _Plan) -> dict[str, Any]:
+    """The normalised options of a call, JSON-ready (the ledger's `request`)."""
+    return {
+        "verb": None if plan.verb is None else plan.verb.name.lower(),
+        "objects": [[kind.name.lower(), ref] for kind, ref in plan.objects],
+        "budget_tokens": plan.budget,
+        "include_tiers": [t.value for t in _TIER_ORDER if t in plan.tiers],
+        "outcome_limit": plan.outcome_limit,
+        "form": plan.form,
+        "now": json_value(from_micros(plan.now)),
+    }
+
+
+class _LazyIds(Sequence[str]):
+    """Ids as 26-character text, encoded on first access (a hot call drops thousands)."""
+
+    def __init__(self, raw: Callable[[], list[bytes]]) -> None:
+        self._raw = raw
+        self._ids: list[str] | None = None
+
+    def _built(self) -> list[str]:
+        if self._ids is None:
+            self._ids = [encode_id(i) for i in self._raw()]
+        return self._ids
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._built()[index]
+
+    def __len__(self) -> int:
+        return len(self._built())
+
+    def __repr__(self) -> str:
+        return f"[...{len(self)} ids]"
