@@ -82,7 +82,11 @@ class ReadOnlyStore(CortexError):
 
 
 class StoreError(CortexError, OSError):
-    """RocksDB could not open or use the store's directory (the message says why)."""
+    """The storage backend could not open or use the store (the message says why)."""
+
+
+class NotAStore(StoreError):
+    """`open()` of a folder that holds other things than a cortex store."""
 
 
 class StoreClosed(CortexError):
@@ -113,6 +117,7 @@ __all__ = [
     "ActorMismatch",
     "ReadOnlyStore",
     "StoreError",
+    "NotAStore",
     "StoreClosed",
     "CorruptRecord",
 ]

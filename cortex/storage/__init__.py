@@ -1,0 +1,99 @@
+"""The storage protocol: what the engine needs of an ordered key-value store.
+
+The engine (`cortex.engine`) talks to storage only through `Storage`. Keys and
+values are the same bytes on every backend (`cortex.records` defines them); a
+backend only decides where they live. Two implement it:
+
+* `cortex.storage.rocksdb`: a RocksDB directory (the embedded default), one writer
+  process by RocksDB's lock, readers in other processes as secondary instances.
+* `cortex.storage.postgres`: a PostgreSQL table shared by many actors (fleets).
+
+What a backend promises, stated once here:
+
+* `write()` applies all of a batch or none of it, and is durable when it returns
+  (as durable as the backend is configured to be).
+* Scans return keys in byte order, bounded to their prefix; a scan that stops on a
+  damaged block raises `CorruptRecord` instead of ending early.
+* Inside one `view()` block every read sees one committed state. (On RocksDB a
+  handle's own writes are kept out by the engine's readers-writer lock, and a
+  follower's state moves only on `catch_up()`; PostgreSQL runs the block as one
+  read-only REPEATABLE READ transaction.)
+* A writable storage owns the store: opening a second writer anywhere raises
+  `StoreLocked`, and a writer that lost ownership cannot commit.
+* Failures raise `StoreError` (or `CorruptRecord` naming the key for damage).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+# Values of a batch: bytes to put, None to delete.
+Batch = Mapping[bytes, "bytes | None"]
+
+
+class Storage(Protocol):
+    """An ordered key-value store of bytes, as the engine uses it."""
+
+    location: str  # what the user opened: a directory or a DSN (without password)
+    read_only: bool  # a follower: writes are refused by the engine before they get here
+
+    def get(self, key: bytes) -> bytes | None:
+        """The value under `key`, or None."""
+        ...
+
+    def multi_get(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        """Values of many keys, in the order given (None where absent)."""
+        ...
+
+    def write(self, puts: Batch) -> None:
+        """Apply puts and deletes (value None) atomically."""
+        ...
+
+    def scan_values(self, prefix: bytes, key_of: Callable[[bytes], bytes] | None = None) -> list[bytes]:
+        """Values of every key with `prefix`, in key order. `key_of(value)` gives the
+        key a value is stored under when the value says so (index values do); a
+        backend may use it to check where a scan ended without reading keys."""
+        ...
+
+    def scan_items(self, prefix: bytes, start: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) of every key with `prefix` (from `start`, if given), in key order."""
+        ...
+
+    def scan_items_backward(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """(key, value) of every key with `prefix`, last key first."""
+        ...
+
+    def last_key(self, prefix: bytes) -> bytes | None:
+        """The greatest key with `prefix`, or None."""
+        ...
+
+    def view(self) -> AbstractContextManager[None]:
+        """A block in which every read sees one committed state."""
+        ...
+
+    def writer_moved(self) -> bool:
+        """(Followers) whether the writer may have committed since the last catch-up;
+        cheap. A backend whose reads always see the latest commit returns False."""
+        ...
+
+    def catch_up(self, reopen: bool = False) -> None:
+        """(Followers) move the view to the writer's latest commit; `reopen` asks for
+        a fresh view from scratch where the backend distinguishes the two."""
+        ...
+
+    def close(self) -> None:
+        """Release the store (its lock or lease, files, connections). Idempotent."""
+        ...
+
+
+def scan_keys(storage: Storage, prefix: bytes) -> Iterator[bytes]:
+    """Every key with `prefix`, in key order."""
+    for key, _ in storage.scan_items(prefix):
+        yield key
+
+
+def is_dsn(location: str) -> bool:
+    """Whether `cortex.open()` was given a PostgreSQL connection string."""
+    return location.startswith(("postgresql://", "postgres://"))
