@@ -4,7 +4,7 @@ Two baselines run beside `Cortex.context()` on the same store, the same queries 
 the same `now`, and must give the same answer (asserted before anything is timed):
 
 * `original_context(c, **query)`: the original Cortex algorithm over our own RocksDB
-  store (`c._kv`), without the index-value shortcut. The pinned tier is found by
+  store (`c._engine.storage`), without the index-value shortcut. The pinned tier is found by
   scanning `idx/type/` for Identity, Goal and Constraint and reading and decoding
   every one of those heads; outcome and frame candidates come from index *keys*
   only, and every candidate's head and `sal/` record is read with its own get and
@@ -56,7 +56,8 @@ from cortex.index import actor_obj, by_type, frame
 from cortex.memory import Memory
 from cortex.model import DATA_CLASSES, Frame, MemoryType, ObjKind, Tier, Verb, from_micros, is_pinned, to_micros
 from cortex.salience.score import Score, Weights, live_scores, score_of
-from cortex.store import Head, head_key, pack, salience_key, unpack
+from cortex.records import Head, head_key, pack, salience_key, unpack
+from cortex.storage import scan_keys
 
 try:  # the read path's cheap constructors, where this cortex has them
     from cortex.model import stored_frame as _frame
@@ -162,15 +163,13 @@ def original_context(c: Any, **query: Any) -> Bundle:
     head; every outcome and frame candidate's head and `sal/` record read with its
     own get and decoded before scoring; one `score_of()` per candidate."""
     plan = _plan_of(query)
-    c._check_open()
-    c._catch_up_if_changed()
-    with c._lock.read():
-        return _original_locked(c, plan)
+    c._engine.check_open()
+    return c._engine.read(lambda: _original_locked(c, plan))
 
 
 def _original_locked(c: Any, plan: _Plan) -> Bundle:
-    kv = c._kv
-    weights = c.weights()
+    kv = c._engine.storage
+    weights = c._engine.weights()
     now_dt = from_micros(plan.now)
     token_index = ("short", "medium", "full").index(plan.form)
     cands: list[_Cand] = []
@@ -201,7 +200,7 @@ def _original_locked(c: Any, plan: _Plan) -> Bundle:
     tiered = plan.verb is not None and plan.objects
     if Tier.PINNED in plan.tiers:
         for mtype in _PINNED_TYPES:
-            for key in kv.scan_keys(by_type.prefix(mtype)):
+            for key in scan_keys(kv, by_type.prefix(mtype)):
                 raw_id = key[-16:]
                 head = load(raw_id)
                 if head.tombstone is None and is_pinned(head.data) and _live(head.expires, plan.now):
@@ -210,7 +209,7 @@ def _original_locked(c: Any, plan: _Plan) -> Bundle:
     if tiered and Tier.OUTCOMES in plan.tiers:
         keys: list[tuple[int, bytes]] = []
         for ref in sorted({ref for _, ref in plan.objects}):
-            keys.extend((actor_obj.created_of(k), k[-16:]) for k in kv.scan_keys(actor_obj.prefix(plan.verb, ref)))
+            keys.extend((actor_obj.created_of(k), k[-16:]) for k in scan_keys(kv, actor_obj.prefix(plan.verb, ref)))
         keys.sort(key=lambda k: -k[0])  # newest first
         chosen: dict[bytes, Head] = {}
         cutoff = None
@@ -231,7 +230,7 @@ def _original_locked(c: Any, plan: _Plan) -> Bundle:
     if tiered and Tier.FRAME_RELEVANT in plan.tiers:
         ids: dict[bytes, None] = {}
         for kind, ref in plan.objects:
-            for key in kv.scan_keys(frame.prefix(plan.verb, kind, ref)):
+            for key in scan_keys(kv, frame.prefix(plan.verb, kind, ref)):
                 ids[key[-16:]] = None
         for raw_id in ids:
             if raw_id in seen:

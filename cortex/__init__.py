@@ -10,7 +10,8 @@ Everything not in `__all__` is private and may change.
 """
 
 from .context import Bundle, ContextOpts
-from .core import Cortex, Write, open
+from .facade import Cortex, open
+from .writes import Write
 from .errors import *  # noqa: F403 - every error class is public
 from .errors import __all__ as _errors
 from .memory import Memory

@@ -30,11 +30,12 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from .errors import CorruptRecord, NoTiersIncluded, StoreError, ValidationError, shown
+from .engine import Engine, TornView
+from .errors import CorruptRecord, NoTiersIncluded, ValidationError, shown
 from .forms import FORM_NAMES
 from .ids import encode_id, format_uri
 from .index import actor_obj, entry, frame, pinned
@@ -42,10 +43,7 @@ from .index.entry import Columns
 from .memory import Memory
 from .model import MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, from_micros, json_value, to_micros
 from .salience.score import DEFAULT_WEIGHTS, Weights, live_scores
-from .store import head_key
-
-if TYPE_CHECKING:
-    from .core import Cortex
+from .records import head_key
 
 DEFAULT_BUDGET_TOKENS = 3000
 MAX_BUDGET_TOKENS = 4000
@@ -276,8 +274,8 @@ def _scanned_prefixes(plan: _Plan) -> list[bytes]:
     return prefixes
 
 
-def _corrupt_index(c: Cortex, plan: _Plan, detail: str, record: bytes | None = None) -> CorruptRecord:
-    return entry.first_bad(c._kv, _scanned_prefixes(plan), detail, record)
+def _corrupt_index(e: Engine, plan: _Plan, detail: str, record: bytes | None = None) -> CorruptRecord:
+    return entry.first_bad(e.storage, _scanned_prefixes(plan), detail, record)
 
 
 def _first_of_each_id(cols: Columns) -> np.ndarray:
@@ -294,18 +292,18 @@ def _first_of_each_id(cols: Columns) -> np.ndarray:
     return keep
 
 
-def _pinned(c: Cortex) -> list[bytes]:
+def _pinned(e: Engine) -> list[bytes]:
     """Every `idx/pinned` value."""
-    return c._kv.scan_values(pinned.PREFIX, pinned.key_of)
+    return e.storage.scan_values(pinned.PREFIX, pinned.key_of)
 
 
-def _outcomes(c: Cortex, plan: _Plan, pinned_ids: set[bytes]) -> list[bytes]:
+def _outcomes(e: Engine, plan: _Plan, pinned_ids: set[bytes]) -> list[bytes]:
     """The values of the `outcome_limit` newest live Events under (verb, ref) of any
     object that are not pinned (ties: id ascending)."""
     assert plan.verb is not None
     refs = sorted({ref for _, ref in plan.objects})
     streams = [
-        ((actor_obj.created_of(k), v) for k, v in c._kv.scan_items_backward(actor_obj.prefix(plan.verb, ref)))
+        ((actor_obj.created_of(k), v) for k, v in e.storage.scan_items_backward(actor_obj.prefix(plan.verb, ref)))
         for ref in refs
     ]
     chosen: dict[bytes, tuple[int, bytes]] = {}
@@ -324,14 +322,14 @@ def _outcomes(c: Cortex, plan: _Plan, pinned_ids: set[bytes]) -> list[bytes]:
     return [value for _, (_, value) in newest]
 
 
-def _frame_relevant(c: Cortex, plan: _Plan) -> list[bytes]:
+def _frame_relevant(e: Engine, plan: _Plan) -> list[bytes]:
     """Every value under one of the (verb, kind, ref) frames (copies and expired
     memories included: the composer drops them for all tiers at once)."""
     assert plan.verb is not None
     values: list[bytes] = []
     for kind, ref in plan.objects:
         prefix = frame.prefix(plan.verb, kind, ref)
-        values += c._kv.scan_values(prefix, frame.key_of(prefix))
+        values += e.storage.scan_values(prefix, frame.key_of(prefix))
     return values
 
 
@@ -339,28 +337,18 @@ def _frame_relevant(c: Cortex, plan: _Plan) -> list[bytes]:
 # compose
 
 
-def compose(c: Cortex, opts: ContextOpts | None, overrides: dict[str, Any]) -> Bundle:
+def compose(e: Engine, opts: ContextOpts | None, overrides: dict[str, Any]) -> Bundle:
+    """The Bundle for a task (DESIGN §6): validate, then compose on one consistent view."""
     started = time.perf_counter()
-    c._check_open()
+    e.check_open()
     if opts is not None and not isinstance(opts, ContextOpts):
         raise ValidationError("opts", f"must be a ContextOpts, not {type(opts).__name__}", opts)
     for name in overrides:
         if name not in _OPTION_NAMES:
             raise ValidationError(name, f"unknown context() option; options: {', '.join(sorted(_OPTION_NAMES))}")
     opts = ContextOpts(**overrides) if opts is None else replace(opts, **overrides)
-    plan = _plan(opts, c._now)
-    for attempt in range(_VIEW_RETRIES + 1):
-        c._catch_up_if_changed()
-        try:
-            with c._lock.read():
-                c._check_open()
-                return _compose_locked(c, plan, started)
-        except _TornView as torn:
-            if attempt == _VIEW_RETRIES:
-                raise StoreError(f"the reader's view of the store stayed inconsistent over {attempt + 1} catch-ups: {torn}") from None
-            time.sleep(0.001 * (attempt + 1))
-            c.refresh(reopen=attempt > 0)
-    raise AssertionError("unreachable")
+    plan = _plan(opts, e.now)
+    return e.read(lambda: _compose_locked(e, plan, started), catch_up=True)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -369,18 +357,10 @@ def _uri(type_code: int, raw_id: bytes, version: int) -> str:
     return format_uri(MemoryType(type_code), raw_id, version)
 
 
-class _TornView(Exception):
-    """A `mode="r"` view that mixes two committed states (RocksDB secondaries can show
-    one for a moment around a writer's flush): the call catches up and tries again."""
-
-
-# Catch-ups a reader tries before giving up on a torn view.
-_VIEW_RETRIES = 5
-
-
-def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
-    root = c._journal.root.hex()
-    weights = c._weights_locked()
+def _compose_locked(e: Engine, plan: _Plan, started: float) -> Bundle:
+    journal, journal_at = e.view_state()
+    root = journal.root.hex()
+    weights = e.weights()
     tiered = plan.verb is not None and bool(plan.objects)
     included = [t for t in _TIER_ORDER if t in plan.tiers and (t is Tier.PINNED or tiered)]
     token_field = entry.TOKEN_FIELDS[plan.form]
@@ -389,21 +369,21 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
     try:
         for tier in included:
             if tier is Tier.PINNED:
-                found = _pinned(c)
+                found = _pinned(e)
             elif tier is Tier.OUTCOMES:
-                found = _outcomes(c, plan, {value[:16] for value in values})
+                found = _outcomes(e, plan, {value[:16] for value in values})
             else:
-                found = _frame_relevant(c, plan)
+                found = _frame_relevant(e, plan)
             values += found
             counts.append(len(found))
         # One decode for all tiers; rows stay in tier order (see _first_of_each_id).
         cols = _decode(values, plan)
     except (ValueError, struct.error) as exc:  # a value of the wrong size
-        raise _corrupt_index(c, plan, str(exc)) from None
+        raise _corrupt_index(e, plan, str(exc)) from None
     if entry.unsound(cols):
-        raise _corrupt_index(c, plan, "type or version out of range")
-    if c._journal_at is not None and len(cols) and int(cols["created"].max()) > c._journal_at:
-        raise _TornView("a memory newer than the view's last journal entry")
+        raise _corrupt_index(e, plan, "type or version out of range")
+    if journal_at is not None and len(cols) and int(cols["created"].max()) > journal_at:
+        raise TornView("a memory newer than the view's last journal entry")
     tiers = np.repeat(np.array([_TIER_ORDER.index(t) for t in included], dtype=np.int8), counts)
     keep = _live(cols, plan.now)
     if len(included) > 1 or len(plan.objects) > 1:
@@ -434,14 +414,14 @@ def _compose_locked(c: Cortex, plan: _Plan, started: float) -> Bundle:
     rendered: dict[str, str] = {}
     outcome_tier = _TIER_ORDER.index(Tier.OUTCOMES)
     for key, raw, tier, score, created, version in zip(
-        keys, c._kv.multi_get(keys), tiers[keep].tolist(), scores[keep].tolist(), cols["created"][keep].tolist(), cols["version"][keep].tolist()
+        keys, e.storage.multi_get(keys), tiers[keep].tolist(), scores[keep].tolist(), cols["created"][keep].tolist(), cols["version"][keep].tolist()
     ):
-        memory = None if raw is None else c._views.view(key, raw)
+        memory = None if raw is None else e.views.view(key, raw)
         if memory is None or memory.version != version:
-            if c._journal_at is not None:
-                raise _TornView("an index entry and its head disagree")
+            if journal_at is not None:
+                raise TornView("an index entry and its head disagree")
             detail = "an index entry names a memory with no head" if raw is None else "an index entry and its head disagree on the version"
-            raise _corrupt_index(c, plan, detail, key)
+            raise _corrupt_index(e, plan, detail, key)
         rendered[memory.id] = memory.form(plan.form)
         sort_key: tuple[Any, ...] = (-created, -score, memory.id) if tier == outcome_tier else (-score, memory.id)
         memories[tier].append((sort_key, memory))

@@ -8,9 +8,10 @@ it. The root is a hash chain over the encoded entries:
     root_n = sha256(b"cortex.journal.v1" + root_{n-1} + entry_bytes_n)
 
 so the root names the whole history: any write changes it, a read never does.
-Each `j/<seq8>` value is `root_n` (32 bytes) followed by the entry's msgpack bytes:
-with the running root stored beside every entry, `verify()` can name the entry
-that was altered instead of only saying that the chain no longer ends at the root.
+Each `j/<seq8>` value is `root_n` (32 bytes) followed by the entry's msgpack bytes
+(`cortex.records`): with the running root stored beside every entry, `verify()`
+can name the entry that was altered instead of only saying that the chain no
+longer ends at the root.
 """
 
 from __future__ import annotations
@@ -19,55 +20,15 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import CorruptRecord
 from .model import MAX_IMPORTANCE
-from .store import META_JOURNAL, is_int, journal_key, pack, unpack
+from .records import META_JOURNAL, ROOT_SIZE, Entry, JournalHead, is_int, journal_key, journal_value
 
 DOMAIN = b"cortex.journal.v1"
-ZERO_ROOT = bytes(32)
+ZERO_ROOT = bytes(ROOT_SIZE)
 
 
 def chain(prev_root: bytes, entry_bytes: bytes) -> bytes:
     return hashlib.sha256(DOMAIN + prev_root + entry_bytes).digest()
-
-
-@dataclass(frozen=True, slots=True)
-class JournalHead:
-    seq: int
-    root: bytes
-
-    def encode(self) -> bytes:
-        return self.seq.to_bytes(8, "big") + self.root
-
-    @staticmethod
-    def decode(raw: bytes | None) -> JournalHead:
-        if raw is None:
-            return JournalHead(0, ZERO_ROOT)
-        if len(raw) != 40:
-            raise CorruptRecord(META_JOURNAL, f"journal head of {len(raw)} bytes, not 40")
-        return JournalHead(int.from_bytes(raw[:8], "big"), raw[8:40])
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    seq: int
-    kind: str
-    at: int
-    payload: dict[str, Any]
-
-    def encode(self) -> bytes:
-        return pack({"seq": self.seq, "kind": self.kind, "at": self.at, "payload": self.payload})
-
-    @staticmethod
-    def decode(key: bytes, raw: bytes) -> Entry:
-        """An entry from its msgpack bytes (a stored value without its root)."""
-        rec = unpack(key, raw)
-        return Entry(rec["seq"], rec["kind"], rec["at"], rec["payload"])
-
-
-def split(value: bytes) -> tuple[bytes, bytes]:
-    """A stored journal value as (root after this entry, entry bytes)."""
-    return value[:32], value[32:]
 
 
 def append(puts: dict[bytes, bytes | None], head: JournalHead, kind: str, at: int, payload: dict[str, Any]) -> JournalHead:
@@ -75,7 +36,7 @@ def append(puts: dict[bytes, bytes | None], head: JournalHead, kind: str, at: in
     entry = Entry(head.seq + 1, kind, at, payload)
     raw = entry.encode()
     new_head = JournalHead(entry.seq, chain(head.root, raw))
-    puts[journal_key(entry.seq)] = new_head.root + raw
+    puts[journal_key(entry.seq)] = journal_value(new_head.root, raw)
     puts[META_JOURNAL] = new_head.encode()
     return new_head
 

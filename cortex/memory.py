@@ -20,22 +20,19 @@ from .errors import CorruptRecord
 from .ids import encode_id
 from .forms import render_full
 from .model import Frame, MemoryData, MemoryType, from_micros, json_value
-from .store import (
+from .records import (
+    HEAD_FIELDS,
     HEAD_PREFIX,
     H_CONFIDENCE,
-    H_CREATED,
+    H_VERSION,
     H_DATA,
     H_EXPIRES,
     H_FORMS,
-    H_FRAMES,
-    H_IMPORTANCE,
     H_SOURCE,
-    H_TAGS,
     H_TOKENS,
     H_TOMBSTONE,
     H_TYPE,
     H_UPDATED,
-    H_VERSION,
     V_CONFIDENCE,
     V_CREATED,
     V_DATA,
@@ -43,7 +40,6 @@ from .store import (
     V_SOURCE,
     V_TOKENS,
     decode_data,
-    decode_frames,
     head_key,
     head_shape_ok,
     unpack,
@@ -234,22 +230,32 @@ def _current(m: Memory, head_index: int, version_index: int) -> Any:
 # Fields an older version's record holds itself; the rest come from the head.
 _PER_VERSION = frozenset({"data", "confidence", "source", "updated_at", "forms", "tokens"})
 
+def _head_field(name: str) -> Callable[[Memory], Any]:
+    """A memory-wide field, decoded from the head by the one decoder in `cortex.records`."""
+    decode = HEAD_FIELDS[name][1]
+    return lambda m: decode(m._head)  # type: ignore[arg-type]
+
+
+def _tokens(m: Memory) -> dict[str, int]:
+    return dict(zip(("short", "medium", "full"), _current(m, H_TOKENS, V_TOKENS), strict=True))
+
+
 _DERIVE: dict[str, Callable[[Memory], Any]] = {
     "id": lambda m: encode_id(m._raw_id),  # type: ignore[arg-type]
     "uri": lambda m: f"cortex://{m.type.type_name}/{m.id}#{m._number}",
-    "type": lambda m: MemoryType(m._head[H_TYPE]),  # type: ignore[index]
+    "type": _head_field("type"),
     "data": lambda m: decode_data(m._head[H_TYPE], _current(m, H_DATA, V_DATA)),  # type: ignore[index]
     "version": lambda m: m._number,
-    "frames": lambda m: decode_frames(m._head[H_FRAMES]),  # type: ignore[index]
-    "tags": lambda m: tuple(m._head[H_TAGS]),  # type: ignore[index]
-    "importance": lambda m: m._head[H_IMPORTANCE],  # type: ignore[index]
+    "frames": _head_field("frames"),
+    "tags": _head_field("tags"),
+    "importance": _head_field("importance"),
     "confidence": lambda m: _current(m, H_CONFIDENCE, V_CONFIDENCE),
     "source": lambda m: _current(m, H_SOURCE, V_SOURCE),
-    "created_at": lambda m: from_micros(m._head[H_CREATED]),  # type: ignore[index]
+    "created_at": lambda m: from_micros(HEAD_FIELDS["created"][1](m._head)),  # type: ignore[arg-type]
     "updated_at": lambda m: from_micros(_current(m, H_UPDATED, V_CREATED)),
     "tombstoned": lambda m: m._head[H_TOMBSTONE] is not None,  # type: ignore[index]
     "forms": lambda m: dict(zip(("short", "medium"), _current(m, H_FORMS, V_FORMS), strict=True)),
-    "tokens": lambda m: dict(zip(("short", "medium", "full"), _current(m, H_TOKENS, V_TOKENS), strict=True)),
+    "tokens": _tokens,
     "expires_at": lambda m: from_micros(m._head[H_EXPIRES]) if m._head[H_EXPIRES] else None,  # type: ignore[index]
 }
 assert set(_DERIVE) == set(FIELDS)

@@ -36,20 +36,19 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from .engine import Engine
 from .errors import TooBroad, Unbounded, ValidationError, shown
 from .forms import FORM_NAMES
 from .index import by_tag, by_type, entry
 from .memory import Memory
 from .model import DATA_CLASSES, MemoryData, MemoryType, check_int, check_tags, to_micros
 from .salience.score import live_scores
-from .store import head_key, unpack
-
-if TYPE_CHECKING:
-    from .core import Cortex
+from .records import head_key, unpack
+from .writes import touch
 
 ORDERS = ("salience", "created", "-created")
 MAX_WHERE_DEPTH = 32
@@ -123,8 +122,8 @@ def compile_where(where: object, known: set[str], depth: int = 0) -> Predicate |
     return lambda data: (v := getattr(data, name, missing)) is not missing and _orderable(v, value) and compare(v, value)
 
 
-def find(c: Cortex, *, type: Any, tags: Iterable[str], where: Any, order_by: str, limit: int | None, budget_tokens: int | None, form: str | None, include_tombstoned: bool, scope: Any, late_binding: bool) -> list[Memory]:
-    c._check_open()
+def find(e: Engine, *, type: Any, tags: Iterable[str], where: Any, order_by: str, limit: int | None, budget_tokens: int | None, form: str | None, include_tombstoned: bool, scope: Any, late_binding: bool) -> list[Memory]:
+    e.check_open()
     mtype = _memory_type(type)
     tag_list = check_tags(tags)
     if mtype is None and not tag_list:
@@ -147,26 +146,28 @@ def find(c: Cortex, *, type: Any, tags: Iterable[str], where: Any, order_by: str
     classes = [DATA_CLASSES[mtype]] if mtype else list(DATA_CLASSES.values())
     predicate = compile_where(where, {f.name for cls in classes for f in fields(cls)})  # type: ignore[arg-type]
     if late_binding:
-        c._check_writable()
+        e.check_writable()
 
-    with c._lock.read():
-        now = to_micros(c._now())
-        rows = _candidates(c, mtype, tag_list, include_tombstoned)
+    def read() -> list[tuple[bytes, Memory]]:
+        now = to_micros(e.now())
+        rows = _candidates(e, mtype, tag_list, include_tombstoned)
         if order_by == "salience":
-            scores = live_scores(rows["last_used"], rows["access"], rows["citations"], rows["importance"], (rows["flags"] & entry.FLAG_PINNED) != 0, now, c._weights_locked())
+            scores = live_scores(rows["last_used"], rows["access"], rows["citations"], rows["importance"], (rows["flags"] & entry.FLAG_PINNED) != 0, now, e.weights())
             order = np.lexsort((rows["id_lo"], rows["id_hi"], -scores))
         else:
             created = rows["created"].astype(np.int64)
             order = np.lexsort((rows["id_lo"], rows["id_hi"], created if order_by == "created" else -created))
-        results = _collect(c, rows[order], tag_list, predicate, limit, budget_tokens, entry.TOKEN_FIELDS[form])
+        return _collect(e, rows[order], tag_list, predicate, limit, budget_tokens, entry.TOKEN_FIELDS[form])
+
+    results = e.read(read)
     if late_binding and results:
-        c._touch([r[0] for r in results])
+        touch(e, [r[0] for r in results])
     return [memory for _, memory in results]
 
 
-def _candidates(c: Cortex, mtype: MemoryType | None, tags: tuple[str, ...], include_tombstoned: bool) -> np.ndarray:
+def _candidates(e: Engine, mtype: MemoryType | None, tags: tuple[str, ...], include_tombstoned: bool) -> np.ndarray:
     if tags:
-        buckets = [entry.scan_rows(c._kv, by_tag.prefix(tag), by_tag.key_of(by_tag.prefix(tag))) for tag in tags]
+        buckets = [entry.scan_rows(e.storage, by_tag.prefix(tag), by_tag.key_of(by_tag.prefix(tag))) for tag in tags]
         rows = buckets[0]
         for other in buckets[1:]:
             ids = set(zip(other["id_hi"].tolist(), other["id_lo"].tolist()))
@@ -175,13 +176,13 @@ def _candidates(c: Cortex, mtype: MemoryType | None, tags: tuple[str, ...], incl
             rows = rows[rows["type"] == int(mtype)]
     else:
         assert mtype is not None
-        rows = entry.scan_rows(c._kv, by_type.prefix(mtype), by_type.key_of)
+        rows = entry.scan_rows(e.storage, by_type.prefix(mtype), by_type.key_of)
     if not include_tombstoned:
         rows = rows[(rows["flags"] & entry.FLAG_TOMBSTONED) == 0]
     return rows
 
 
-def _collect(c: Cortex, rows: np.ndarray, tags: tuple[str, ...], predicate: Predicate | None, limit: int | None, budget: int | None, token_field: str) -> list[tuple[bytes, Memory]]:
+def _collect(e: Engine, rows: np.ndarray, tags: tuple[str, ...], predicate: Predicate | None, limit: int | None, budget: int | None, token_field: str) -> list[tuple[bytes, Memory]]:
     """Read candidates in order, chunk by chunk, until the limit or the budget is met."""
     out: list[tuple[bytes, Memory]] = []
     used = 0
@@ -189,7 +190,7 @@ def _collect(c: Cortex, rows: np.ndarray, tags: tuple[str, ...], predicate: Pred
         chunk = rows[start : start + _CHUNK]
         ids = entry.ids_of(chunk)
         keys = [head_key(i) for i in ids]
-        for raw_id, key, raw, tokens in zip(ids, keys, c._kv.multi_get(keys), chunk[token_field].tolist()):
+        for raw_id, key, raw, tokens in zip(ids, keys, e.storage.multi_get(keys), chunk[token_field].tolist()):
             if raw is None:
                 continue
             memory = Memory.stored(raw_id, unpack(key, raw))

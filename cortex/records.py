@@ -158,6 +158,7 @@ VERSION_LENGTH = 8
 
 _MAX_MICROS = to_micros(datetime(9999, 12, 31, tzinfo=timezone.utc))
 _TYPE_CODES = frozenset(int(t) for t in MemoryType)
+TYPE_CODE_MIN, TYPE_CODE_MAX = min(_TYPE_CODES), max(_TYPE_CODES)
 _DATA_LENGTHS = {int(t): len(field_names(cls)) for t, cls in DATA_CLASSES.items()}
 
 
@@ -526,7 +527,7 @@ def index_value_sound(key: bytes, value: bytes) -> bool:
     """Whether an index entry's value can be what the write path stored under `key`:
     the right size, the id that ends the key, a known type, a version."""
     return (len(value) == INDEX_VALUE_SIZE and value[IV_ID] == key[-ID_SIZE:]
-            and min(_TYPE_CODES) <= value[IV_TYPE] <= max(_TYPE_CODES) and version_of(value) > 0)
+            and TYPE_CODE_MIN <= value[IV_TYPE] <= TYPE_CODE_MAX and version_of(value) > 0)
 
 
 def decode_index_values(values: list[bytes]) -> np.ndarray:

@@ -8,15 +8,17 @@ derived key, with what is stored; `rebuild()` writes it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from . import index
+from .engine import Engine
 from .errors import CorruptRecord
 from .ids import encode_id
-from .journal import Entry, HeadFacts, JournalHead, chain, entry_problem, note, split
+from .journal import HeadFacts, chain, entry_problem, note
 from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
-from .store import (
+from .storage import scan_keys
+from .records import (
     HEAD_PREFIX,
     JOURNAL_PREFIX,
     META_CLOCK_HIGH,
@@ -25,15 +27,16 @@ from .store import (
     META_WEIGHTS,
     SALIENCE_PREFIX,
     VERSION_PREFIX,
+    Entry,
     Head,
+    JournalHead,
     Version,
     content_hash,
+    encode_clock_high,
     salience_key,
+    split_journal_value,
     version_key,
 )
-
-if TYPE_CHECKING:
-    from .core import Cortex
 
 
 class Replay(NamedTuple):
@@ -46,7 +49,7 @@ class Replay(NamedTuple):
     high: int  # the latest `at` of any entry
 
 
-def replay_journal(c: Cortex, problems: list[str] | None = None) -> Replay:
+def replay_journal(e: Engine, problems: list[str] | None = None) -> Replay:
     """Fold the whole journal (see `Replay`). With `problems`, malformed entries
     are reported there and skipped; without, they raise `CorruptRecord`."""
     scores: dict[bytes, Score] = {}
@@ -55,8 +58,8 @@ def replay_journal(c: Cortex, problems: list[str] | None = None) -> Replay:
     high = 0
     head = JournalHead(0, bytes(32))
     stored_prev = head.root
-    for key, value in c._kv.scan_items(JOURNAL_PREFIX):
-        stored_root, raw = split(value)
+    for key, value in e.storage.scan_items(JOURNAL_PREFIX):
+        stored_root, raw = split_journal_value(value)
         expected_seq = head.seq + 1
         head = JournalHead(expected_seq, chain(head.root, raw))
         try:
@@ -85,12 +88,12 @@ def replay_journal(c: Cortex, problems: list[str] | None = None) -> Replay:
             weights = learned
     return Replay(head, scores, weights, facts, high)
 
-def expected_derived(c: Cortex, scores: dict[bytes, Score], facts: dict[bytes, HeadFacts], problems: list[str]) -> dict[bytes, bytes]:
+def expected_derived(e: Engine, scores: dict[bytes, Score], facts: dict[bytes, HeadFacts], problems: list[str]) -> dict[bytes, bytes]:
     """Every derived key the canonical records imply; canonical damage goes to
     `problems` (heads that do not decode or disagree with the journal or their
     current version, versions that are missing or fail their content hash)."""
     expected: dict[bytes, bytes] = {}
-    for key, raw in c._kv.scan_items(HEAD_PREFIX):
+    for key, raw in e.storage.scan_items(HEAD_PREFIX):
         raw_id = key[len(HEAD_PREFIX):]
         try:
             head = Head.decode(key, raw, validate=True)
@@ -105,7 +108,7 @@ def expected_derived(c: Cortex, scores: dict[bytes, Score], facts: dict[bytes, H
         current = None
         for number in range(1, head.version + 1):
             vkey = version_key(raw_id, number)
-            vraw = c._kv.get(vkey)
+            vraw = e.storage.get(vkey)
             if vraw is None:
                 problems.append(f"{_show(vkey)}: missing version {number} of {encode_id(raw_id)}")
                 continue
@@ -127,27 +130,27 @@ def expected_derived(c: Cortex, scores: dict[bytes, Score], facts: dict[bytes, H
         expected.update(index.entries(raw_id, head, score))
     return expected
 
-def verify(c: Cortex) -> list[str]:
+def verify(e: Engine) -> list[str]:
     """Check the whole store; return one line per problem (empty when sound).
 
     Checks the journal chain against the stored root, that every head has all
     its versions and every record decodes, and that the derived keys (index
     entries and salience records) are exactly what the canonical keys imply.
     """
-    c._check_open()
+    e.check_open()
     problems: list[str] = []
-    with c._lock.read():
-        head, scores, weights, facts, high = replay_journal(c, problems)
+    with e.lock.read():
+        head, scores, weights, facts, high = replay_journal(e, problems)
         try:
-            stored = JournalHead.decode(c._kv.get(META_JOURNAL))
+            stored = JournalHead.decode(e.storage.get(META_JOURNAL))
         except CorruptRecord as exc:
             problems.append(f"meta/journal: {exc.detail}")
             stored = head
         if stored != head:
             problems.append(f"meta/journal: stored head seq={stored.seq} root={stored.root.hex()} but the journal gives seq={head.seq} root={head.root.hex()}")
-        expected = expected_derived(c, scores, facts, problems)
+        expected = expected_derived(e, scores, facts, problems)
         for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX):
-            for key, value in c._kv.scan_items(prefix):
+            for key, value in e.storage.scan_items(prefix):
                 want = expected.pop(key, None)
                 if want is None:
                     problems.append(f"{_show(key)}: entry points at no live record")
@@ -155,14 +158,14 @@ def verify(c: Cortex) -> list[str]:
                     problems.append(f"{_show(key)}: stale or corrupt value")
         for key in sorted(expected):
             problems.append(f"{_show(key)}: missing entry")
-        if c._kv.get(META_CLOCK_HIGH) != (high.to_bytes(8, "big") if head.seq else None):
+        if e.storage.get(META_CLOCK_HIGH) != (encode_clock_high(high) if head.seq else None):
             problems.append("meta/clock_high: differs from the journal's latest time")
-        stored_weights = c._kv.get(META_WEIGHTS)
+        stored_weights = e.storage.get(META_WEIGHTS)
         if stored_weights != (None if weights is None else weights.encode()):
             problems.append("meta/weights: stored weights differ from the journal's feedback")
     return problems
 
-def rebuild(c: Cortex) -> list[str]:
+def rebuild(e: Engine) -> list[str]:
     """Recreate every derived key (indexes, salience, weights) from the canonical
     keys; return the damage to canonical records it could not repair (the lines
     `verify()` gives for them; empty when there is none).
@@ -172,23 +175,23 @@ def rebuild(c: Cortex) -> list[str]:
     restored. Work is written in batches of 50,000 keys; an interrupted rebuild
     leaves the store no worse and can be run again.
     """
-    c._check_writable()
+    e.check_writable()
     problems: list[str] = []
-    with c._lock.write():
-        head, scores, weights, facts, high = replay_journal(c, problems)
-        expected = expected_derived(c, scores, facts, problems)
+    with e.lock.write():
+        head, scores, weights, facts, high = replay_journal(e, problems)
+        expected = expected_derived(e, scores, facts, problems)
         puts: dict[bytes, bytes | None] = {
             META_WEIGHTS: None if weights is None else weights.encode(),
-            META_CLOCK_HIGH: high.to_bytes(8, "big") if head.seq else None,
+            META_CLOCK_HIGH: encode_clock_high(high) if head.seq else None,
         }
         for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX):
-            for key in c._kv.scan_keys(prefix):
+            for key in scan_keys(e.storage, prefix):
                 if key not in expected:
                     puts[key] = None
         puts.update(expected)
         keys = list(puts)
         for start in range(0, len(keys), 50_000):
-            c._kv.write({k: puts[k] for k in keys[start : start + 50_000]})
+            e.storage.write({k: puts[k] for k in keys[start : start + 50_000]})
     return problems
 
 

@@ -115,7 +115,7 @@ def design_score(record: cortex.Score, now: datetime, w: cortex.Weights, floor: 
 
 
 def kv_dump(c: cortex.Cortex) -> dict[bytes, bytes]:
-    return dict(c._kv.db.items())
+    return dict(c._engine.storage.all_items())
 
 
 # ---------------------------------------------------------------------------
@@ -705,7 +705,7 @@ def test_context_is_a_pure_read(ctx_store, ctx_clock):
     c.attest([u["fact"]], "success")
     ctx_clock.advance(3600)
     all_ids = [m.id for m in c.memories()]
-    root, journal = c.root(), c._journal
+    root, journal = c.root(), c._engine.journal
     sal = {i: c.salience(i) for i in all_ids}
     dump = kv_dump(c)
     weights = c.weights()
@@ -715,7 +715,7 @@ def test_context_is_a_pure_read(ctx_store, ctx_clock):
     c.context(verb="acquire", objects={"service": "gpu", "model": "x"}, include_tiers=["outcomes"], now=ctx_clock.now + timedelta(days=30))
 
     assert c.root() == root
-    assert c._journal == journal
+    assert c._engine.journal == journal
     assert {i: c.salience(i) for i in all_ids} == sal
     assert c.weights() == weights
     assert kv_dump(c) == dump

@@ -8,7 +8,7 @@ import pytest
 from cortex import Constraint, Fact, Frame, Goal
 from cortex.forms import render_full
 from cortex.memory import ViewCache
-from cortex.store import HEAD_PREFIX, head_key
+from cortex.records import HEAD_PREFIX, head_key
 
 
 def _raw_id(memory) -> bytes:
@@ -21,13 +21,13 @@ def test_the_same_stored_bytes_give_the_same_view_and_other_bytes_a_new_one(stor
     uri = store.write(Fact(statement="GPU quotes are in USD", subject="vendor-a", predicate="currency"))
     memory = store.resolve(uri)
     key = head_key(_raw_id(memory))
-    raw = store._kv.get(key)
+    raw = store._engine.storage.get(key)
     cache = ViewCache(size=8)
     first = cache.view(key, raw)
     assert cache.view(key, raw) is first
     assert cache.view(key, bytes(raw)) is first  # equal bytes, another object
     store.update_head(uri, tags=["pricing"])
-    changed = cache.view(key, store._kv.get(key))
+    changed = cache.view(key, store._engine.storage.get(key))
     assert changed is not first and changed.tags == ("pricing",) and first.tags == ()
 
 
@@ -36,7 +36,7 @@ def test_the_cache_keeps_at_most_its_size(store):
     cache = ViewCache(size=3)
     for uri in uris:
         key = head_key(_raw_id(store.resolve(uri)))
-        cache.view(key, store._kv.get(key))
+        cache.view(key, store._engine.storage.get(key))
     assert len(cache._views) == 3
 
 
@@ -75,7 +75,7 @@ def test_threads_sharing_a_small_cache_never_fail(store):
 
     uris = [store.write(Fact(statement=f"fact {i}", subject="s", predicate="p")) for i in range(40)]
     keys = [head_key(_raw_id(store.resolve(u))) for u in uris]
-    heads = [(key, store._kv.get(key)) for key in keys]
+    heads = [(key, store._engine.storage.get(key)) for key in keys]
     cache = ViewCache(size=3)
     errors: list[BaseException] = []
 

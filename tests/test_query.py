@@ -23,7 +23,7 @@ from conftest import FakeClock, open_store
 from cortex import Constraint, Fact, Goal, MemoryType, Preference
 from cortex.index import DERIVED_PREFIXES
 from cortex.salience import score_of
-from cortex.store import META_WEIGHTS, SALIENCE_PREFIX
+from cortex.records import META_WEIGHTS, SALIENCE_PREFIX
 
 Q_START = datetime(2025, 2, 1, 8, 30, tzinfo=timezone.utc)
 
@@ -400,15 +400,15 @@ def test_late_binding_find_counts_an_access_and_is_journaled(q_store, q_clock):
     records, weights = q_records(c), c.weights()
     derived = {}
     for prefix in (*DERIVED_PREFIXES, SALIENCE_PREFIX):
-        derived.update(dict(c._kv.scan_items(prefix)))
+        derived.update(dict(c._engine.storage.scan_items(prefix)))
     for key in [META_WEIGHTS, *derived]:
-        c._kv.write({key: None})
+        c._engine.storage.write({key: None})
     c.rebuild()
     assert q_records(c) == records
     assert c.weights() == weights
     rebuilt = {}
     for prefix in (*DERIVED_PREFIXES, SALIENCE_PREFIX):
-        rebuilt.update(dict(c._kv.scan_items(prefix)))
+        rebuilt.update(dict(c._engine.storage.scan_items(prefix)))
     assert rebuilt == derived
     assert c.verify() == []
 

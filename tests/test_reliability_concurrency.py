@@ -167,7 +167,7 @@ def test_eight_reader_threads_and_one_writer_thread(tmp_path, request):
                 acked.extend(uris)
                 committed[0] = n + 1
                 if n % 10 == 9:
-                    c._kv.db.flush()  # memtable -> SST under the readers, as a full memtable would
+                    c._engine.storage.flush()  # memtable -> SST under the readers, as a full memtable would
                 if n:
                     uri = c.update(first[n - 1], Fact(statement=f"batch {n - 1} revised " + "more words " * (n % 7 + 1), subject=f"s{n - 1}", predicate="in"))
                     roots[c.root()] = n + 1

@@ -5,7 +5,7 @@ naming the key; `verify()` ... returns the problems found, one line each;
 A small store is built once and closed; every test works on a copy
 (`shutil.copytree`). RocksDB checksums its files, so the practical way to damage
 one record is to overwrite its value through the store's own handle
-(`c._kv.write({key: value})`); flipping bytes in the SST files themselves is
+(`c._engine.storage.write({key: value})`); flipping bytes in the SST files themselves is
 tested too, in a subprocess so that a crash in RocksDB could not take pytest down.
 
 What is required, for every damaged record:
@@ -114,7 +114,7 @@ class Pristine:
             c.attest([fact2, event], "success")
             assert c.verify() == []
             self.uris = {"fact#1": fact1, "fact#2": fact2, "event": event, "ident": ident, "goal": goal, "pref": pref, "bulk": bulk[0]}
-            raw = dict(c._kv.db.items())
+            raw = dict(c._engine.storage.all_items())
         self.raw = raw
         ids = {name: raw_id(uri) for name, uri in self.uris.items()}
 
@@ -265,7 +265,7 @@ def test_garbage_record(pristine, tmp_path, target, garbage):
     path = pristine.copy(tmp_path / "copy")
     key = pristine.keys[target]
     with Pristine.open(path) as c:
-        c._kv.write({key: GARBAGE[garbage]})
+        c._engine.storage.write({key: GARBAGE[garbage]})
     TALLY["damaged"] += 1
     failures: list[str] = []
     c = open_damaged(path, key, failures)
@@ -308,7 +308,7 @@ def test_rebuild_repairs_derived_keys_despite_canonical_damage(pristine, tmp_pat
     bad_head = pristine.keys["head:fact"]
     derived_damage = [pristine.keys["sal:ident"], pristine.keys["frame:goal"], pristine.keys["tag:event"]]
     with Pristine.open(path) as c:
-        c._kv.write({bad_head: b"\x00garbage", **{k: b"\x00garbage" for k in derived_damage}})
+        c._engine.storage.write({bad_head: b"\x00garbage", **{k: b"\x00garbage" for k in derived_damage}})
         TALLY["damaged"] += 4
         try:
             c.rebuild()
@@ -430,7 +430,7 @@ def test_wrong_shaped_records(pristine, tmp_path, record):
         for i, (label, value) in enumerate(mutations):
             path = pristine.copy(tmp_path / f"copy-{i}")
             with Pristine.open(path) as c:
-                c._kv.write({key: value})
+                c._engine.storage.write({key: value})
             TALLY["damaged"] += 1
             found: list[str] = []
             c = open_damaged(path, key, found)
@@ -444,10 +444,10 @@ def test_wrong_shaped_records(pristine, tmp_path, record):
         with Pristine.open(path) as c:
             for label, value in mutations:
                 TALLY["damaged"] += 1
-                c._kv.write({key: value})
+                c._engine.storage.write({key: value})
                 failures += [f"{label}: {f}" for f in check_reads(c, key, pristine)]
                 failures += [f"{label}: {f}" for f in check_verify(c, key)[0]]
-                c._kv.write({key: original})
+                c._engine.storage.write({key: original})
             assert c.verify() == []
     assert not failures, f"{record} ({shown(key)}): {len(failures)} failures in {len(mutations)} mutations:\n" + "\n".join(failures[:40])
 
@@ -479,12 +479,12 @@ def test_flipped_bits_in_a_record(pristine, tmp_path, target):
                 except Exception:
                     after = None
                 TALLY["damaged"] += 1
-                c._kv.write({key: value})
+                c._engine.storage.write({key: value})
                 label = f"byte {pos} ^ {mask:#04x}"
                 failures += [f"{label}: {f}" for f in check_reads(c, key, pristine)]
                 found, _ = check_verify(c, key, must_list=after != before)
                 failures += [f"{label} ({'undecodable' if after is None else 'new shape' if after != before else 'same shape'}): {f}" for f in found]
-                c._kv.write({key: original})
+                c._engine.storage.write({key: original})
         assert c.verify() == []
     assert not failures, f"{target}: {len(failures)} failures over {2 * len(original)} flips:\n" + "\n".join(failures[:40])
 
@@ -500,7 +500,7 @@ def test_flipped_text_in_a_version_record_is_caught_by_its_content_hash(pristine
     key = pristine.keys["version:fact#1"]
     path = pristine.copy(tmp_path / "copy")
     with Pristine.open(path) as c:
-        c._kv.write({key: _flip_text(pristine.raw[key], b"sky is blue", b"sky is blud")})
+        c._engine.storage.write({key: _flip_text(pristine.raw[key], b"sky is blue", b"sky is blud")})
         TALLY["damaged"] += 1
         failures, _ = check_verify(c, key)
         try:
@@ -520,7 +520,7 @@ def test_flipped_text_in_a_head_is_caught_by_verify(pristine, tmp_path):
     vkey = pristine.keys["version:fact#2"]
     path = pristine.copy(tmp_path / "copy")
     with Pristine.open(path) as c:
-        c._kv.write({key: _flip_text(pristine.raw[key], b"grey today", b"grey todax")})
+        c._engine.storage.write({key: _flip_text(pristine.raw[key], b"grey today", b"grey todax")})
         TALLY["damaged"] += 1
         problems = c.verify()
     assert listed(problems, key) or listed(problems, vkey), f"verify() does not notice: {problems}"
@@ -540,7 +540,7 @@ def test_flipped_bytes_in_sst_files(tmp_path, request):
     t = Frame("find", "tool", "t")
     with cortex.open(base, actor=ACTOR, clock=FakeClock(), entropy=random.Random(9).randbytes) as c:
         uris = c.write_many([Write(Fact(statement=f"statement number {i} " + "y" * 60, subject="s", predicate="p"), frames=[t], tags=["t1"]) for i in range(300)])
-        c._kv.db.flush()
+        c._engine.storage.flush()
         expected = {
             "resolve": {u: c.resolve(u).data.to_dict() for u in uris},
             "memories": [m.data.to_dict() for m in c.memories()],

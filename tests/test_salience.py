@@ -24,7 +24,7 @@ from cortex import Constraint, Fact, Frame, Goal, Preference
 from cortex.ids import encode_id
 from cortex.index import DERIVED_PREFIXES
 from cortex.salience import DEFAULT_WEIGHTS, score_of
-from cortex.store import META_WEIGHTS, SALIENCE_PREFIX
+from cortex.records import META_WEIGHTS, SALIENCE_PREFIX
 
 SAL_START = datetime(2025, 3, 1, 12, 0, tzinfo=timezone.utc)
 SAL_DAY = 86400.0
@@ -87,16 +87,16 @@ def sal_expected_weights(weights, records, now, outcome):
 def sal_derived_snapshot(c: cortex.Cortex) -> dict[bytes, bytes]:
     out = {}
     for prefix in (*DERIVED_PREFIXES, SALIENCE_PREFIX):
-        out.update(dict(c._kv.scan_items(prefix)))
+        out.update(dict(c._engine.storage.scan_items(prefix)))
     return out
 
 
 def sal_wipe_derived(c: cortex.Cortex) -> None:
     doomed = [META_WEIGHTS]
     for prefix in (*DERIVED_PREFIXES, SALIENCE_PREFIX):
-        doomed.extend(c._kv.scan_keys(prefix))
+        doomed.extend(k for k, _ in c._engine.storage.scan_items(prefix))
     for key in doomed:
-        c._kv.write({key: None})
+        c._engine.storage.write({key: None})
 
 
 def sal_unknown_uri(c: cortex.Cortex) -> str:
@@ -365,7 +365,7 @@ def test_first_attest_renormalises_the_default_weights(sal_store):
     got = sal_weights_tuple(c.weights())
     assert sum(got) == pytest.approx(1.0, abs=1e-12)
     # profile of a fresh, unused memory of importance 5: R=1, A=0, C=0, D=0.5
-    assert sal_profile(record, c._clock()) == (1.0, 0.0, 0.0, 0.5)
+    assert sal_profile(record, c._engine.clock()) == (1.0, 0.0, 0.0, 0.5)
     w = [0.25, 0.15, 0.30, 0.20]
     p = [2 / 3, 0.0, 0.0, 1 / 3]
     moved = [wi + 0.05 * (pi - wi) for wi, pi in zip(w, p)]
@@ -380,7 +380,7 @@ def test_repeated_failures_clamp_weights_at_zero(sal_store):
     expected = sal_weights_tuple(DEFAULT_WEIGHTS)
     for _ in range(25):
         record = c.salience(uri)
-        expected = sal_expected_weights(expected, [record], c._clock(), "failure")
+        expected = sal_expected_weights(expected, [record], c._engine.clock(), "failure")
         c.attest([uri], "failure", "factual_error")
         got = sal_weights_tuple(c.weights())
         assert got == pytest.approx(expected, abs=1e-12, rel=0)

@@ -47,6 +47,7 @@ from cortex import (
 from cortex.index import actor_obj, by_tag, by_type, entry, frame, pinned
 from cortex.ids import decode_id, format_uri
 from cortex.model import to_micros
+from cortex.records import INDEX_VALUE_SIZE
 from cortex.salience import PINNED_FLOOR, score_of
 
 from conftest import ACTOR, START, FakeClock, open_store
@@ -69,18 +70,18 @@ def rid(memory) -> bytes:
 
 def keys_of(store, prefix: bytes, raw_id: bytes) -> set[bytes]:
     """The raw index keys under `prefix` that belong to the memory `raw_id`."""
-    return {k for k in store._kv.scan_keys(prefix) if k.endswith(raw_id)}
+    return {k for k, _ in store._engine.storage.scan_items(prefix) if k.endswith(raw_id)}
 
 
 def items_under(store, *prefixes: bytes) -> dict[bytes, bytes]:
     out = {}
     for p in prefixes:
-        out.update(dict(store._kv.scan_items(p)))
+        out.update(dict(store._engine.storage.scan_items(p)))
     return out
 
 
 def raw_items(store) -> dict[bytes, bytes]:
-    return dict(store._kv.db.items())
+    return dict(store._engine.storage.all_items())
 
 
 def b8(n: int) -> bytes:
@@ -109,9 +110,9 @@ def pinned_key(m) -> bytes:
 
 
 def entry_of(store, key: bytes):
-    value = store._kv.get(key)
+    value = store._engine.storage.get(key)
     assert value is not None, key
-    assert len(value) == entry.SIZE
+    assert len(value) == INDEX_VALUE_SIZE
     return entry.decode_many([value])[0]
 
 
@@ -315,7 +316,7 @@ def test_index_values_carry_what_context_needs(store, clock):
     raw = rid(m)
     for key in (frame_key(GPU, raw), actor_obj_key(GPU, to_micros(m.created_at), raw), type_key(m), tag_key("t", m)):
         row = entry_of(store, key)
-        assert entry.ids_of(entry.decode_many([store._kv.get(key)])) == [raw]
+        assert entry.ids_of(entry.decode_many([store._engine.storage.get(key)])) == [raw]
         assert int(row["type"]) == int(cortex.MemoryType.EVENT)
         assert int(row["importance"]) == 6
         assert int(row["version"]) == 1
@@ -584,7 +585,7 @@ def test_score_of_a_stored_record(store, clock):
 def replay_chain(store) -> tuple[str, list[dict]]:
     root = bytes(32)
     entries = []
-    for i, (key, value) in enumerate(store._kv.scan_items(b"j/"), start=1):
+    for i, (key, value) in enumerate(store._engine.storage.scan_items(b"j/"), start=1):
         assert key == b"j/" + b8(i)
         stored_root, raw = value[:32], value[32:]  # each value: root after it + entry
         entries.append(msgpack.unpackb(raw, raw=False))
@@ -721,7 +722,7 @@ def test_rebuild_recreates_derived_keys_byte_for_byte(store, clock):
     assert any(k.startswith(b"idx/pinned/") for k in derived)
     assert any(k.startswith(b"idx/actor_obj/") for k in derived)
     root = store.root()
-    store._kv.write({k: None for k in derived})
+    store._engine.storage.write({k: None for k in derived})
     assert items_under(store, b"idx/", b"sal/") == {}
     problems = store.verify()
     assert len(problems) == len(derived)
@@ -745,7 +746,7 @@ def test_rebuild_then_reads_work(tmp_path, clock):
         uris = populate(s, clock)
         expected = {name: s.resolve(u) for name, u in uris.items()}
         scores = {name: s.salience(m.id) for name, m in expected.items()}
-        s._kv.write({k: None for k in items_under(s, b"idx/", b"sal/")})
+        s._engine.storage.write({k: None for k in items_under(s, b"idx/", b"sal/")})
         s.rebuild()
     with open_store(path, clock) as s:
         for name, uri in uris.items():
@@ -761,11 +762,11 @@ def test_verify_reports_broken_index_entries_and_rebuild_fixes_them(store, clock
     uris = populate(store, clock)
     ev = store.resolve(uris["ev"])
     key = frame_key(GPU, rid(ev))
-    assert store._kv.get(key) is not None
-    store._kv.write({key: b"garbage"})
+    assert store._engine.storage.get(key) is not None
+    store._engine.storage.write({key: b"garbage"})
     ghost_id = bytes(range(100, 116))
     orphan = frame_key(VENDOR, ghost_id)
-    store._kv.write({orphan: store._kv.get(type_key(ev))})
+    store._engine.storage.write({orphan: store._engine.storage.get(type_key(ev))})
     problems = store.verify()
     assert len(problems) == 2
     garbage_lines = [p for p in problems if "idx/frame/" + key[len(b"idx/frame/"):].hex() in p]
@@ -773,7 +774,7 @@ def test_verify_reports_broken_index_entries_and_rebuild_fixes_them(store, clock
     assert len(garbage_lines) == 1 and len(orphan_lines) == 1
     store.rebuild()
     assert store.verify() == []
-    assert store._kv.get(orphan) is None
+    assert store._engine.storage.get(orphan) is None
     assert entry_of(store, key)["version"] == 1
 
 
@@ -782,8 +783,8 @@ def test_verify_reports_a_missing_version(store, clock):
     goal = store.resolve(uris["goal"])
     assert goal.version == 2
     vkey = b"mv/" + rid(goal) + b8(1)
-    assert store._kv.get(vkey) is not None
-    store._kv.write({vkey: None})
+    assert store._engine.storage.get(vkey) is not None
+    store._engine.storage.write({vkey: None})
     problems = store.verify()
     assert len(problems) == 1
     assert goal.id in problems[0] and "version" in problems[0] and "missing" in problems[0]
@@ -794,7 +795,7 @@ def test_verify_reports_a_missing_version(store, clock):
 def test_verify_reports_a_missing_salience_record(store, clock):
     uris = populate(store, clock)
     m = store.resolve(uris["pref"])
-    store._kv.write({b"sal/" + rid(m): None})
+    store._engine.storage.write({b"sal/" + rid(m): None})
     problems = store.verify()
     assert len(problems) == 1 and "sal/" in problems[0]
     store.rebuild()
@@ -804,10 +805,10 @@ def test_verify_reports_a_missing_salience_record(store, clock):
 def test_verify_reports_a_tampered_journal(store, clock):
     populate(store, clock)
     key = b"j/" + b8(2)
-    value = store._kv.get(key)
+    value = store._engine.storage.get(key)
     entry_raw = msgpack.unpackb(value[32:], raw=False)
     entry_raw["at"] += 1
-    store._kv.write({key: value[:32] + msgpack.packb(entry_raw, use_bin_type=True)})
+    store._engine.storage.write({key: value[:32] + msgpack.packb(entry_raw, use_bin_type=True)})
     problems = store.verify()
     assert any(p.startswith("j/" + b8(2).hex()) and "hash chain" in p for p in problems), problems
 
@@ -815,7 +816,7 @@ def test_verify_reports_a_tampered_journal(store, clock):
 def test_a_corrupt_head_raises_corrupt_record_naming_the_key(store):
     uri = store.write(fact())
     key = b"m/" + rid(store.resolve(uri))
-    store._kv.write({key: b"\xc1"})
+    store._engine.storage.write({key: b"\xc1"})
     with pytest.raises(CorruptRecord) as info:
         store.resolve(uri)
     assert info.value.key == key

@@ -51,7 +51,7 @@ def batch(start: int, count: int) -> list[Write]:
 
 
 def helper_of(store: cortex.Cortex) -> workers._Helper:
-    pool = store._pool
+    pool = store._engine._pool
     assert pool is not None and pool._helper is not None
     return pool._helper
 
@@ -65,7 +65,7 @@ def wait_until_ready(store: cortex.Cortex, timeout: float = 60.0) -> None:
 
 
 def all_items(store: cortex.Cortex) -> dict[bytes, bytes]:
-    return dict(store._kv.db.items())
+    return dict(store._engine.storage.all_items())
 
 
 def write_batches(store: cortex.Cortex, clock: FakeClock, sizes: list[int]) -> list[str]:
@@ -104,7 +104,7 @@ def test_a_store_written_with_the_helper_is_byte_identical_to_an_inline_one(tmp_
 def test_batches_below_the_threshold_never_start_a_helper(tmp_path):
     with open_store(tmp_path / "s", ingest_helper=True) as store:
         store.write_many(batch(0, workers.MIN_BATCH - 1))
-        assert store._pool is None
+        assert store._engine._pool is None
 
 
 def test_a_helper_that_dies_is_replaced_by_inline_work(tmp_path):
@@ -113,7 +113,7 @@ def test_a_helper_that_dies_is_replaced_by_inline_work(tmp_path):
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         assert write_batches(helped, helped_clock, [600, 400]) == write_batches(inline, inline_clock, [600, 400])
-        assert helped._pool is not None and helped._pool._helper is None  # inline from now on
+        assert helped._engine._pool is not None and helped._engine._pool._helper is None  # inline from now on
         assert all_items(helped) == all_items(inline)
 
 
@@ -122,7 +122,7 @@ def test_a_helper_that_answers_garbage_is_not_trusted(tmp_path, monkeypatch):
         real = workers._forms_of
         monkeypatch.setattr(workers, "_forms_of", lambda answer, size: real(answer[:-1], size))  # one form short
         assert write_batches(helped, helped_clock, [500]) == write_batches(inline, inline_clock, [500])
-        assert helped._pool is not None and helped._pool._helper is None
+        assert helped._engine._pool is not None and helped._engine._pool._helper is None
         assert all_items(helped) == all_items(inline)
 
 
@@ -138,7 +138,7 @@ def test_a_reader_never_starts_a_helper(tmp_path):
     with open_store(tmp_path / "s") as writer:
         writer.write(Fact(statement="s", subject="a", predicate="p"))
     with open_store(tmp_path / "s", mode="r", ingest_helper=True) as reader:
-        assert reader._forms_pool(10_000) is None
+        assert reader._engine.forms_pool(10_000) is None
 
 
 @pytest.mark.parametrize("value", [1, "yes", None])

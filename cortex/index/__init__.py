@@ -16,7 +16,7 @@ from ..salience.score import Score
 from . import actor_obj, by_tag, by_type, entry, frame, pinned
 
 if TYPE_CHECKING:
-    from ..store import Head
+    from ..records import Head
 
 PREFIX = b"idx/"
 DERIVED_PREFIXES = (by_type.PREFIX, by_tag.PREFIX, pinned.PREFIX, frame.PREFIX, actor_obj.PREFIX)

@@ -7,6 +7,7 @@ so the outcomes tier reads them backwards, newest first.
 
 from __future__ import annotations
 
+from ..records import ID_SIZE
 from .frame import ref_hash
 
 PREFIX = b"idx/actor_obj/"
@@ -22,4 +23,8 @@ def key(verb: int, ref: str, created: int, raw_id: bytes) -> bytes:
 
 def created_of(key_bytes: bytes) -> int:
     """The creation time stored in an entry's key."""
-    return int.from_bytes(key_bytes[-24:-16], "big")
+    return int.from_bytes(key_bytes[_CREATED], "big")
+
+
+# Where `created` sits in a key: the 8 bytes before the id that ends it.
+_CREATED = slice(-ID_SIZE - 8, -ID_SIZE)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .entry import created_bytes
+from ..records import created_bytes, id_of
 
 import xxhash
 
@@ -29,4 +29,4 @@ def prefix(tag: str) -> bytes:
 
 def key_of(prefix: bytes) -> Callable[[bytes], bytes]:
     """The key of an entry under `prefix` (one tag's), from its value."""
-    return lambda value: prefix + created_bytes(value) + value[:16]
+    return lambda value: prefix + created_bytes(value) + id_of(value)

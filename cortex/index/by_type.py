@@ -5,7 +5,7 @@ Kept for tombstoned memories too (`find(include_tombstoned=True)`).
 
 from __future__ import annotations
 
-from .entry import created_bytes
+from ..records import IV_TYPE, created_bytes, id_of
 
 PREFIX = b"idx/type/"
 
@@ -20,4 +20,4 @@ def prefix(mtype: int) -> bytes:
 
 def key_of(value: bytes) -> bytes:
     """The key of an entry, from its value (which holds type, created and id)."""
-    return PREFIX + value[16:17] + created_bytes(value) + value[:16]
+    return PREFIX + bytes([value[IV_TYPE]]) + created_bytes(value) + id_of(value)

@@ -1,113 +1,50 @@
-"""The value stored under every index key: what scoring and trimming need.
+"""Scanning index entries in bulk: decoded columns, soundness checks, damage reports.
 
-Every index entry (`idx/type`, `idx/tag`, `idx/pinned`, `idx/frame`, `idx/actor_obj`)
-holds the same fixed-width 63-byte value, so that a scan can be decoded in bulk with
-one `numpy.frombuffer` and scored without reading any memory:
-
-    id16 | type u8 | flags u8 | importance u8 | version u32 | created u64 |
-    last_used u64 | expires u64 | access_count u32 | citations u32 |
-    short_tokens u16 | medium_tokens u16 | full_tokens u32
-
-Integers are big-endian; times are microseconds since the epoch (`expires` 0 =
-never). `flags` bit 0 = pinned, bit 1 = tombstoned. Invariant: an entry's value is
-rewritten in the same batch as any change to these fields (`cortex.index.entries`).
+Every index entry holds the same fixed-width value (laid out in `cortex.records`),
+so a scan is decoded with one `numpy.frombuffer` and scored without reading any
+memory. Invariant: an entry's value is rewritten in the same batch as any change to
+the fields it carries (`cortex.index.entries`).
 """
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import CorruptRecord
-from ..model import MemoryType
+from ..records import (
+    FLAG_PINNED,
+    FLAG_TOMBSTONED,
+    INDEX_DTYPE,
+    TYPE_CODE_MAX,
+    TYPE_CODE_MIN,
+    TOKEN_FIELDS,
+    created_bytes,
+    decode_index_values,
+    encode_index_value,
+    expires_of,
+    index_value_sound,
+    version_of,
+)
 
 if TYPE_CHECKING:
-    from ..store import KV
+    from ..storage import Storage
 
-# The memory type codes an entry may hold.
-TYPE_MIN, TYPE_MAX = int(min(MemoryType)), int(max(MemoryType))
+__all__ = [
+    "FLAG_PINNED", "FLAG_TOMBSTONED", "DTYPE", "TOKEN_FIELDS", "Columns", "created_bytes", "decode_many", "encode",
+    "expires_of", "first_bad", "ids_of", "is_sound", "scan_rows", "unsound", "version_of",
+]
 
-FLAG_PINNED = 1
-FLAG_TOMBSTONED = 2
+DTYPE = INDEX_DTYPE
+encode = encode_index_value
+decode_many = decode_index_values
+is_sound = index_value_sound
 
-_STRUCT = struct.Struct(">16sBBBIQQQIIHHI")
-SIZE = _STRUCT.size
-
-DTYPE = np.dtype(
-    [
-        ("id_hi", ">u8"),
-        ("id_lo", ">u8"),
-        ("type", "u1"),
-        ("flags", "u1"),
-        ("importance", "u1"),
-        ("version", ">u4"),
-        ("created", ">u8"),
-        ("last_used", ">u8"),
-        ("expires", ">u8"),
-        ("access", ">u4"),
-        ("citations", ">u4"),
-        ("short_tokens", ">u2"),
-        ("medium_tokens", ">u2"),
-        ("full_tokens", ">u4"),
-    ]
-)
-assert DTYPE.itemsize == SIZE
-
-TOKEN_FIELDS = {"short": "short_tokens", "medium": "medium_tokens", "full": "full_tokens"}
+TYPE_MIN, TYPE_MAX = TYPE_CODE_MIN, TYPE_CODE_MAX
 
 
-def encode(
-    raw_id: bytes,
-    *,
-    type: int,
-    flags: int,
-    importance: int,
-    version: int,
-    created: int,
-    last_used: int,
-    expires: int,
-    access: int,
-    citations: int,
-    tokens: tuple[int, int, int],
-) -> bytes:
-    return _STRUCT.pack(
-        raw_id, type, flags, importance, version, created, last_used, expires,
-        min(access, 2**32 - 1), min(citations, 2**32 - 1),
-        min(tokens[0], 2**16 - 1), min(tokens[1], 2**16 - 1), min(tokens[2], 2**32 - 1),
-    )
-
-
-_EXPIRES = struct.Struct(">Q")
-_EXPIRES_OFFSET = DTYPE.fields["expires"][1]
-
-
-def expires_of(value: bytes) -> int:
-    """The `expires` field of one value, without decoding the rest."""
-    return _EXPIRES.unpack_from(value, _EXPIRES_OFFSET)[0]
-
-
-_CREATED_OFFSET = DTYPE.fields["created"][1]
-
-
-def created_bytes(value: bytes) -> bytes:
-    """The 8 big-endian bytes of `created` in a value (as index keys hold them)."""
-    return value[_CREATED_OFFSET : _CREATED_OFFSET + 8]
-
-
-def version_of(value: bytes) -> int:
-    return int.from_bytes(value[19:23], "big")
-
-
-def is_sound(key: bytes, value: bytes) -> bool:
-    """Whether an index entry's value can be what the write path stored under `key`:
-    the right size, the id that ends the key, a known type, a version."""
-    return len(value) == SIZE and value[:16] == key[-16:] and TYPE_MIN <= value[16] <= TYPE_MAX and version_of(value) > 0
-
-
-def first_bad(kv: KV, prefixes: list[bytes], detail: str, otherwise: bytes | None = None) -> CorruptRecord:
+def first_bad(kv: Storage, prefixes: list[bytes], detail: str, otherwise: bytes | None = None) -> CorruptRecord:
     """The error naming the first unsound entry under `prefixes` (the slow path, taken
     only after a bulk check failed: it reads the keys too), or else the key
     `otherwise` (the record the check was about)."""
@@ -123,7 +60,7 @@ def unsound(rows: np.ndarray | Columns) -> bool:
     return bool(len(rows["type"])) and bool(((rows["type"] < TYPE_MIN) | (rows["type"] > TYPE_MAX) | (rows["version"] == 0)).any())
 
 
-def scan_rows(kv: KV, prefix: bytes, key_of: Callable[[bytes], bytes]) -> np.ndarray:
+def scan_rows(kv: Storage, prefix: bytes, key_of: Callable[[bytes], bytes]) -> np.ndarray:
     """Every value under `prefix`, decoded and checked; `CorruptRecord` names a bad one."""
     try:
         rows = decode_many(kv.scan_values(prefix, key_of))
@@ -132,16 +69,6 @@ def scan_rows(kv: KV, prefix: bytes, key_of: Callable[[bytes], bytes]) -> np.nda
     if unsound(rows):
         raise first_bad(kv, [prefix], "type or version out of range")
     return rows
-
-
-def decode_many(values: list[bytes]) -> np.ndarray:
-    """A structured array of many values (all `SIZE` bytes long)."""
-    if not values:
-        return np.empty(0, dtype=DTYPE)
-    buf = b"".join(values)
-    if len(buf) != SIZE * len(values):
-        raise ValueError("index value of the wrong size")
-    return np.frombuffer(buf, dtype=DTYPE)
 
 
 def ids_of(rows: np.ndarray) -> list[bytes]:

@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 import xxhash
 
+from ..records import id_of
+
 PREFIX = b"idx/frame/"
 
 
@@ -27,4 +29,4 @@ def key(verb: int, kind: int, ref: str, raw_id: bytes) -> bytes:
 
 def key_of(prefix: bytes) -> Callable[[bytes], bytes]:
     """The key of an entry under `prefix`, from its value (which starts with the id)."""
-    return lambda value: prefix + value[:16]
+    return lambda value: prefix + id_of(value)

@@ -6,6 +6,8 @@ has no entry.
 
 from __future__ import annotations
 
+from ..records import id_of
+
 PREFIX = b"idx/pinned/"
 
 
@@ -15,4 +17,4 @@ def key(raw_id: bytes) -> bytes:
 
 def key_of(value: bytes) -> bytes:
     """The key of an entry, from its value (which starts with the id)."""
-    return PREFIX + value[:16]
+    return PREFIX + id_of(value)

@@ -32,11 +32,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-import msgpack
 import numpy as np
 
 from ..model import from_micros, to_micros
-from ..store import pack
+from ..records import decode_score, decode_weights, encode_score, encode_weights
 
 PINNED_FLOOR = 0.7
 RECENCY_SCALE_US = 90 * 24 * 3600 * 1_000_000
@@ -58,17 +57,12 @@ class Weights:
         return (self.recency, self.access, self.citation, self.importance)
 
     def encode(self) -> bytes:
-        return pack(list(self.as_tuple()))
+        return encode_weights(self.as_tuple())
 
     @staticmethod
     def decode(raw: bytes) -> Weights:
-        """Stored weights; ValueError unless four finite non-negative numbers."""
-        values = msgpack.unpackb(raw)
-        if not (isinstance(values, list) and len(values) == 4 and all(
-            isinstance(v, float) and math.isfinite(v) and v >= 0 for v in values
-        ) and sum(values) > 0):
-            raise ValueError("weights must be four finite non-negative floats")
-        return Weights(*values)
+        """Stored weights; `CorruptRecord` unless four finite non-negative floats."""
+        return Weights(*decode_weights(raw))
 
 
 DEFAULT_WEIGHTS = Weights(recency=0.25, access=0.15, citation=0.30, importance=0.20)
@@ -85,12 +79,13 @@ class Score:
     pinned: bool
 
     def encode(self) -> bytes:
-        return pack([to_micros(self.last_used), self.access_count, self.citations, self.importance, self.pinned])
+        return encode_score((to_micros(self.last_used), self.access_count, self.citations, self.importance, self.pinned))
 
     @staticmethod
-    def decode(raw: bytes) -> Score:
-        last_used, access, citations, importance, pinned = msgpack.unpackb(raw)
-        return Score(from_micros(last_used), access, citations, importance, bool(pinned))
+    def decode(raw: bytes, key: bytes = b"sal/") -> Score:
+        """A stored record; `CorruptRecord` naming `key` unless well-formed."""
+        last_used, access, citations, importance, pinned = decode_score(key, raw)
+        return Score(from_micros(last_used), access, citations, importance, pinned)
 
 
 ZERO = Score(from_micros(0), 0, 0, 0, False)

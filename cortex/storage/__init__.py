@@ -38,6 +38,10 @@ class Storage(Protocol):
 
     location: str  # what the user opened: a directory or a DSN (without password)
     read_only: bool  # a follower: writes are refused by the engine before they get here
+    # True when reads see the latest commit without catch_up() (PostgreSQL): a
+    # follower engine then reads the journal head inside each view instead of
+    # keeping it from its last catch-up.
+    live_reads: bool
 
     def get(self, key: bytes) -> bytes | None:
         """The value under `key`, or None."""

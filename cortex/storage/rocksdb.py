@@ -141,6 +141,7 @@ class RocksStorage:
     def __init__(self, path: str, *, read_only: bool, cache_bytes: int, sync: bool) -> None:
         self.location = path
         self.read_only = read_only
+        self.live_reads = False  # a follower's view moves only in catch_up()
         self._cache_bytes = cache_bytes
         self._secondary: str | None = None
         self._files_seen: tuple[tuple[str, int, int], ...] = ()

@@ -76,7 +76,7 @@ def journal_chain(c) -> tuple[int, str, list[str]]:
     root = bytes(32)
     roots = [root.hex()]
     seq = 0
-    for key, value in c._kv.db.items(from_key=b"j/"):
+    for key, value in c._engine.storage.db.items(from_key=b"j/"):
         if not key.startswith(b"j/"):
             break
         number = int.from_bytes(key[2:], "big")

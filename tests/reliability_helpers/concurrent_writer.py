@@ -45,7 +45,7 @@ def main() -> None:
                 # Stands in for the memtable filling up, which a long-running agent's
                 # writer reaches after ~64 MB of writes: RocksDB writes an SST file,
                 # starts a new WAL file and deletes the old one under the readers.
-                c._kv.db.flush()
+                c._engine.storage.flush()
             if n:
                 c.update(first[n - 1], Fact(statement=f"batch {n - 1} item 0, revised " + "with more words " * (n % 7 + 1), subject=f"s{n - 1}", predicate="in"))
                 log({"b": n + 1, "root": c.root()})

@@ -117,7 +117,7 @@ def main() -> None:
         elif r < 0.97:
             # What a full memtable does in a long run: an SST file is written and the
             # WAL replaced, so some kills land in the middle of a flush.
-            c._kv.db.flush()
+            c._engine.storage.flush()
         else:
             cited = rng.sample(live, min(len(live), rng.randint(1, 3)))
             c.attest(cited, rng.choice(["success", "failure"]), rng.choice([None, "factual_error"]))

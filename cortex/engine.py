@@ -1,0 +1,372 @@
+"""The engine: the state that the write path, `context()`, `find()` and upkeep share.
+
+`Engine` holds one open store: its storage backend (`cortex.storage`), the
+readers-writer lock, the journal head and the latest write time, the clock, the id
+generator, the tokenizer, the view cache and the forms helper. The operations live
+in modules above it and take it as their first argument:
+
+    cortex.writes   write, write_many, update, update_head, tombstone, attest
+    cortex.reads    resolve, resolve_latest, memories, salience, stats
+    cortex.context  context()
+    cortex.query    find()
+    cortex.upkeep   verify(), rebuild()
+
+and `cortex.facade.Cortex` is the thin public handle over them.
+
+Concurrency: one writer per store (the backend's lock or lease). Inside a process a
+readers-writer lock serialises writes and lets reads run together; every read that
+needs a consistent view of several keys holds the read side for its whole duration
+and runs inside the backend's `view()`. A follower (`mode="r"`) moves its view only
+in `refresh()`, under the write side of its own lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+from . import index, workers
+from .errors import (
+    ActorMismatch,
+    CorruptRecord,
+    MemoryTombstoned,
+    NotFound,
+    ReadOnlyStore,
+    StoreClosed,
+    StoreError,
+    ValidationError,
+)
+from .forms import DEFAULT_ENCODING, Tokenizer
+from .ids import URI, IdGenerator, encode_id
+from .journal import append
+from .memory import ViewCache
+from .model import check_datetime, check_int, check_text
+from .records import (
+    HEAD_PREFIX,
+    META_ACTOR,
+    META_CLOCK_HIGH,
+    META_JOURNAL,
+    META_SCHEMA,
+    META_TOKENIZER,
+    META_WEIGHTS,
+    SCHEMA_VERSION,
+    Head,
+    JournalHead,
+    decode_clock_high,
+    encode_clock_high,
+    head_key,
+    salience_key,
+)
+from .salience import score as salience
+from .salience.score import DEFAULT_WEIGHTS, Score, Weights
+from .storage import Storage, is_dsn
+from .workers import FormsPool
+
+Clock = Callable[[], datetime]
+T = TypeVar("T")
+
+# Catch-ups a follower tries before giving up on a torn view.
+VIEW_RETRIES = 5
+
+
+def system_clock() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class TornView(Exception):
+    """A follower's view that mixes two committed states (RocksDB secondaries can show
+    one for a moment around a writer's flush): the call catches up and tries again."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """Everything `cortex.open()` takes, validated."""
+
+    location: str
+    actor: str
+    mode: str = "rw"
+    clock: Clock = system_clock
+    sync: bool = False
+    entropy: Callable[[int], bytes] | None = None
+    cache_mb: int = 1024
+    ingest_helper: bool = False
+
+    def __post_init__(self) -> None:
+        check_text("actor", self.actor, required=True, max_bytes=256)
+        if self.mode not in ("rw", "r"):
+            raise ValidationError("mode", 'must be "rw" or "r"', self.mode)
+        if not callable(self.clock):
+            raise ValidationError("clock", "must be a callable returning an aware datetime", self.clock)
+        if not isinstance(self.sync, bool):
+            raise ValidationError("sync", "must be a bool", self.sync)
+        if self.entropy is not None and not callable(self.entropy):
+            raise ValidationError("entropy", "must be a callable like os.urandom", self.entropy)
+        check_int("cache_mb", self.cache_mb, lo=1, hi=1 << 20)
+        if not isinstance(self.ingest_helper, bool):
+            raise ValidationError("ingest_helper", "must be a bool", self.ingest_helper)
+        check_text("path", self.location, required=True, max_bytes=4096)
+        if "\x00" in self.location:
+            raise ValidationError("path", "must not contain NUL characters", self.location)
+
+
+class RWLock:
+    """Many readers or one writer; a waiting writer holds back new readers."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._writer = False
+        self._waiting_writers = 0
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        with self._cond:
+            while self._writer or self._waiting_writers:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if not self._readers:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting_writers += 1
+            while self._writer or self._readers:
+                self._cond.wait()
+            self._waiting_writers -= 1
+            self._writer = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writer = False
+                self._cond.notify_all()
+
+
+def open_storage(options: Options) -> Storage:
+    """The backend for a location: a PostgreSQL DSN or a RocksDB directory."""
+    read_only = options.mode == "r"
+    if is_dsn(options.location):
+        from .storage.postgres import open_postgres
+
+        return open_postgres(options.location, actor=options.actor, read_only=read_only, sync=options.sync)
+    from .storage.rocksdb import open_rocksdb
+
+    return open_rocksdb(options.location, read_only=read_only, cache_mb=options.cache_mb, sync=options.sync)
+
+
+class Engine:
+    """One open store and the state its operations share (see the module docstring).
+
+    Built by `Engine.open()`, which releases the storage again if anything after
+    opening it fails, so a failed open never leaves the store locked.
+    """
+
+    def __init__(self, options: Options, storage: Storage) -> None:
+        self.options = options
+        self.storage = storage
+        self.location = options.location
+        self.actor = options.actor
+        self.mode = options.mode
+        self.clock = options.clock
+        self.lock = RWLock()
+        self.views = ViewCache()
+        self.closed = False
+        self._pool: FormsPool | None = None
+        self._check_or_init_meta()
+        self.tokenizer = Tokenizer(self._meta_text(META_TOKENIZER) or DEFAULT_ENCODING)
+        last_head = storage.last_key(HEAD_PREFIX)
+        self.ids = IdGenerator(options.entropy, last_head[len(HEAD_PREFIX):] if last_head else None)
+        self.journal = JournalHead.decode(storage.get(META_JOURNAL))
+        self.clock_high = decode_clock_high(storage.get(META_CLOCK_HIGH)) or 0
+        # Followers: the latest time any write of the current view was made at. A
+        # view holding a memory created later is torn (see cortex.context).
+        self.journal_at: int | None = None
+        if self.mode == "r":
+            self._load_view()
+
+    @classmethod
+    def open(cls, options: Options) -> Engine:
+        storage = open_storage(options)
+        try:
+            return cls(options, storage)
+        except BaseException:
+            storage.close()
+            raise
+
+    def _meta_text(self, key: bytes) -> str | None:
+        raw = self.storage.get(key)
+        return None if raw is None else raw.decode("utf-8", errors="replace")
+
+    def _check_or_init_meta(self) -> None:
+        stored = self._meta_text(META_ACTOR)
+        if stored is None:
+            if self.mode == "r":
+                raise NotFound(f"{self.location!r} is not a cortex store")
+            self.storage.write({META_ACTOR: self.actor.encode(), META_TOKENIZER: DEFAULT_ENCODING.encode(),
+                                META_SCHEMA: str(SCHEMA_VERSION).encode()})
+        elif stored != self.actor:
+            raise ActorMismatch(f"store {self.location!r} belongs to actor {stored!r}, not {self.actor!r}")
+        else:
+            schema = self._meta_text(META_SCHEMA)
+            if schema != str(SCHEMA_VERSION):
+                raise StoreError(f"store {self.location!r} has schema version {schema}; this cortex reads version {SCHEMA_VERSION}")
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the store. Idempotent."""
+        if self.closed:
+            return
+        with self.lock.write():
+            self.closed = True
+            try:
+                self.storage.close()
+            finally:
+                if self._pool is not None:
+                    self._pool.close()
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise StoreClosed("the store is closed")
+
+    def check_writable(self) -> None:
+        self.check_open()
+        if self.mode != "rw":
+            raise ReadOnlyStore('this store was opened with mode="r"; writes need mode="rw"')
+
+    def now(self) -> datetime:
+        now = check_datetime("clock()", self.clock())
+        if now is None:
+            raise ValidationError("clock()", "must return an aware datetime")
+        return now
+
+    def forms_pool(self, batch_size: int) -> FormsPool | None:
+        """The forms helper for a batch this large (None: work inline), started on first need."""
+        if not self.options.ingest_helper or self.mode != "rw" or batch_size < workers.MIN_BATCH:
+            return None
+        if self._pool is None:
+            self._pool = FormsPool(self.tokenizer.name)
+        return self._pool
+
+    # -- following the writer (mode "r") -------------------------------------------
+
+    def refresh(self, reopen: bool = False) -> None:
+        """Catch up with the writer (followers); a no-op for the writer."""
+        self.check_open()
+        if self.mode == "r":
+            with self.lock.write():
+                self.storage.catch_up(reopen)
+                self._load_view()
+
+    def catch_up_if_changed(self) -> None:
+        if self.mode == "r" and self.storage.writer_moved():
+            self.refresh()
+
+    def _load_view(self) -> None:
+        """Read the journal head of a (new) follower view and the latest write time
+        (None, and no torn-view check on it, for a store written before it was kept)."""
+        self.journal = JournalHead.decode(self.storage.get(META_JOURNAL))
+        high = decode_clock_high(self.storage.get(META_CLOCK_HIGH))
+        self.journal_at = high if high is not None else (0 if not self.journal.seq else None)
+
+    def view_state(self) -> tuple[JournalHead, int | None]:
+        """The journal head of the current view and, for a follower, the latest write
+        time it holds (the torn-view check's bound; None for the writer). Call inside
+        `read()`."""
+        if self.mode == "r" and self.storage.live_reads:
+            head = JournalHead.decode(self.storage.get(META_JOURNAL))
+            return head, None
+        return self.journal, self.journal_at
+
+    def read(self, fn: Callable[[], T], catch_up: bool = False) -> T:
+        """Run `fn` on one consistent view: under the read lock, inside the backend's
+        view; a follower whose view proves torn catches up and runs it again.
+        `catch_up` first brings a follower up to the writer when its files changed
+        (`context()` does; other reads see the view of the last catch-up)."""
+        for attempt in range(VIEW_RETRIES + 1):
+            if catch_up:
+                self.catch_up_if_changed()
+            try:
+                with self.lock.read():
+                    self.check_open()
+                    with self.storage.view():
+                        return fn()
+            except TornView as torn:
+                if attempt == VIEW_RETRIES:
+                    raise StoreError(f"the reader's view of the store stayed inconsistent over {attempt + 1} catch-ups: {torn}") from None
+                time.sleep(0.001 * (attempt + 1))
+                self.refresh(reopen=attempt > 0)
+        raise AssertionError("unreachable")
+
+    # -- reading records -------------------------------------------------------------
+
+    def head_for(self, ref: URI) -> tuple[bytes, Head]:
+        """The head named by a URI: the id must exist with that type and version."""
+        key = head_key(ref.id)
+        raw = self.storage.get(key)
+        if raw is None:
+            raise NotFound(f"no memory {encode_id(ref.id)}")
+        head = Head.decode(key, raw)
+        if head.type != ref.type or ref.version > head.version:
+            raise NotFound(f"no memory {ref}")
+        return ref.id, head
+
+    def live_head(self, ref: URI) -> tuple[bytes, Head]:
+        raw_id, head = self.head_for(ref)
+        if head.tombstone is not None:
+            raise MemoryTombstoned(f"memory {encode_id(raw_id)} is tombstoned and cannot change")
+        return raw_id, head
+
+    def score_record(self, raw_id: bytes) -> Score:
+        key = salience_key(raw_id)
+        raw = self.storage.get(key)
+        if raw is None:
+            raise CorruptRecord(key, "missing salience record")
+        return Score.decode(raw, key)
+
+    def weights(self) -> Weights:
+        raw = self.storage.get(META_WEIGHTS)
+        return DEFAULT_WEIGHTS if raw is None else Weights.decode(raw)
+
+    # -- committing (write lock held) ------------------------------------------------
+
+    def commit(self, kind: str, now: int, payload: dict[str, Any], heads: dict[bytes, tuple[Head, Head]],
+               extra: dict[bytes, bytes] | None = None) -> None:
+        """Write one journal entry's change: the new heads, their salience records
+        and index diffs, learned weights, and the journal head, in one batch."""
+        old_scores = {raw_id: self.score_record(raw_id) for raw_id in heads}
+        weights, scores = salience.step(self.weights(), dict(old_scores), kind, now, payload)
+        puts: dict[bytes, bytes | None] = {}
+        for raw_id, (old, head) in heads.items():
+            before = index.entries(raw_id, old, old_scores[raw_id])
+            after = index.entries(raw_id, head, scores[raw_id])
+            puts.update({key: None for key in before.keys() - after.keys()})
+            puts.update({key: value for key, value in after.items() if before.get(key) != value})
+            if head is not old:
+                puts[head_key(raw_id)] = head.encode()
+            puts[salience_key(raw_id)] = scores[raw_id].encode()
+        if kind == "attest":
+            puts[META_WEIGHTS] = weights.encode()
+        if extra:
+            puts.update(extra)
+        self.apply(puts, append(puts, self.journal, kind, now, payload), now)
+
+    def apply(self, puts: dict[bytes, bytes | None], journal: JournalHead, now: int) -> None:
+        """Stamp a batch whose journal entries are already in it with the latest write
+        time, write it atomically, and move the in-memory journal head."""
+        high = max(self.clock_high, now)
+        puts[META_CLOCK_HIGH] = encode_clock_high(high)
+        self.storage.write(puts)
+        self.journal, self.clock_high = journal, high
+

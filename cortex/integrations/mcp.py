@@ -1,0 +1,320 @@
+"""An MCP server over a cortex store (DESIGN §13), on the official `mcp` SDK 2.x.
+
+    python -m cortex.integrations.mcp STORE --actor A [--read-only]
+    cortex mcp STORE --actor A [--read-only]            (the CLI calls `main`)
+
+It speaks the Model Context Protocol over stdio, so an agent host (Claude Desktop,
+Cursor, any MCP client) can give a model the store's memories. Tools:
+
+* `context(verb, objects, budget_tokens, form, include_tiers)`: the memories that
+  matter for a task, within a token budget: the Bundle's Markdown as text, and
+  `{pinned, outcomes, frame_relevant, reachable_uris, total_tokens, trimmed}` as
+  structured content (URIs per tier).
+* `resolve(uri)`: one memory: its full form as text, the memory as structured content.
+* `remember(type, data, frames, tags, importance)`: write a memory (the JSON form of
+  `cortex.interop.memory_json`); returns its URI.
+* `find(type, tags, where, limit, budget_tokens, form)`: a bounded query.
+* `attest(cited, outcome, reason)`: feedback on memories the model relied on.
+* `forget(uri, reason)`: tombstone a memory.
+
+and a resource `cortex://pinned` with the pinned memories' Markdown. The input
+schemas list the closed sets (verbs, object kinds, memory types, forms, tiers) as
+enums so the model sees the valid values. A `cortex.CortexError` comes back as a tool
+error result (`is_error`) whose text and structured content name the error class,
+the field and the rule; the server keeps serving. With `--read-only` the store is
+opened with `mode="r"` (beside a writer process) and only `context`, `resolve` and
+`find` are offered; each of them first catches up with the writer, so the server
+sees every write the writer has acknowledged.
+
+Logs go to stderr; stdout carries the protocol alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any
+
+from mcp.server import MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, WithJsonSchema
+
+import cortex
+from cortex.interop.memory_json import TYPE_NAMES, data_fields, iso, memory_from_json, memory_to_json
+
+__all__ = ["build_server", "main", "VERBS", "KINDS", "FORMS", "TIERS", "READ_TOOLS", "WRITE_TOOLS"]
+
+VERBS: tuple[str, ...] = tuple(v.name.lower() for v in cortex.Verb)
+KINDS: tuple[str, ...] = tuple(k.name.lower() for k in cortex.ObjKind)
+FORMS: tuple[str, ...] = ("short", "medium", "full")
+TIERS: tuple[str, ...] = tuple(t.value for t in cortex.Tier)
+READ_TOOLS: tuple[str, ...] = ("context", "resolve", "find")
+WRITE_TOOLS: tuple[str, ...] = ("remember", "attest", "forget")
+PINNED_URI = "cortex://pinned"
+
+_log = logging.getLogger("cortex.mcp")
+
+# ---------------------------------------------------------------------------
+# Input schemas: the closed sets as enums, so a model sees the valid values. The
+# Python types below are what pydantic checks; cortex checks the rest and names
+# the field when a value falls outside a set.
+
+_NULL = {"type": "null"}
+_VERB_SCHEMA = {
+    "anyOf": [{"type": "string", "enum": list(VERBS)}, _NULL],
+    "default": None,
+    "description": "The task's verb; null returns the pinned memories only.",
+}
+_OBJECTS_SCHEMA = {
+    "type": "object",
+    "properties": {kind: {"type": "string"} for kind in KINDS},
+    "additionalProperties": False,
+    "default": {},
+    "description": "The task's objects: object kind -> ref, e.g. {\"service\": \"gpu_inference\"}.",
+}
+_FORM_SCHEMA = {"type": "string", "enum": list(FORMS), "default": "medium", "description": "How much of each memory to render."}
+_TIERS_SCHEMA = {
+    "anyOf": [{"type": "array", "items": {"type": "string", "enum": list(TIERS)}, "minItems": 1}, _NULL],
+    "default": None,
+    "description": "The tiers to fill; null for all three.",
+}
+_TYPE_SCHEMA = {"type": "string", "enum": list(TYPE_NAMES), "description": "The memory type."}
+_OPTIONAL_TYPE_SCHEMA = {"anyOf": [_TYPE_SCHEMA, _NULL], "default": None, "description": "A memory type to query."}
+_DATA_SCHEMA = {
+    "type": "object",
+    "description": "The memory's fields (times as ISO 8601 text, lists as arrays). Fields by type: "
+    + "; ".join(f"{name}: {', '.join(data_fields(name))}" for name in TYPE_NAMES),
+}
+_FRAMES_SCHEMA = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {
+            "verb": {"type": "string", "enum": list(VERBS)},
+            "kind": {"type": "string", "enum": list(KINDS)},
+            "ref": {"type": "string", "minLength": 1},
+        },
+        "required": ["verb", "kind", "ref"],
+        "additionalProperties": False,
+    },
+    "default": [],
+    "description": "The tasks (verb, object kind, ref) this memory is relevant to.",
+}
+_WHERE_SCHEMA = {
+    "anyOf": [{"type": "array"}, {"type": "object"}, _NULL],
+    "default": None,
+    "description": 'A predicate on data fields: ["eq", field, value] (ops eq, ne, lt, lte, gt, gte, in), '
+    '["and", p, ...], ["or", p, ...], ["not", p], or an object {field: value, ...}.',
+}
+_OUTCOME_SCHEMA = {"type": "string", "enum": ["success", "failure"], "description": "How the task went."}
+
+
+def _schema(schema: dict[str, Any]) -> WithJsonSchema:
+    return WithJsonSchema(schema)
+
+
+Verb = Annotated[str | None, _schema(_VERB_SCHEMA)]
+Objects = Annotated[dict[str, str], _schema(_OBJECTS_SCHEMA)]
+Form = Annotated[str, _schema(_FORM_SCHEMA)]
+Tiers = Annotated[list[str] | None, _schema(_TIERS_SCHEMA)]
+TypeName = Annotated[str, _schema(_TYPE_SCHEMA)]
+OptionalTypeName = Annotated[str | None, _schema(_OPTIONAL_TYPE_SCHEMA)]
+Data = Annotated[dict[str, Any], _schema(_DATA_SCHEMA)]
+Frames = Annotated[list[dict[str, Any]], _schema(_FRAMES_SCHEMA)]
+Where = Annotated[list[Any] | dict[str, Any] | None, _schema(_WHERE_SCHEMA)]
+Outcome = Annotated[str, _schema(_OUTCOME_SCHEMA)]
+Uri = Annotated[str, Field(description="A memory URI: cortex://<Type>/<ULID>#<version>.")]
+
+
+# ---------------------------------------------------------------------------
+# Results
+
+
+def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+def _error(exc: cortex.CortexError) -> CallToolResult:
+    """A tool error result naming the error class, and the field and rule when the
+    error has them (every `ValidationError` does)."""
+    field = getattr(exc, "field", None)
+    rule = getattr(exc, "rule", None)
+    return CallToolResult(
+        content=[TextContent(type="text", text=f"{type(exc).__name__}: {exc}")],
+        structured_content={"error": type(exc).__name__, "field": field, "rule": rule, "message": str(exc)},
+        is_error=True,
+    )
+
+
+def _run(action: Callable[[], CallToolResult]) -> CallToolResult:
+    """Run a tool body; a `CortexError` becomes a tool error result."""
+    try:
+        return action()
+    except cortex.CortexError as exc:
+        _log.info("tool call rejected: %s: %s", type(exc).__name__, exc)
+        return _error(exc)
+
+
+def memory_dict(memory: cortex.Memory) -> dict[str, Any]:
+    """A memory as `resolve` returns it: its JSON form plus its identity and history."""
+    out = memory_to_json(memory)
+    out.update(
+        uri=memory.uri,
+        id=memory.id,
+        version=memory.version,
+        created_at=iso(memory.created_at),
+        updated_at=iso(memory.updated_at),
+        tombstoned=memory.tombstoned,
+    )
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The server
+
+
+def build_server(c: cortex.Cortex, read_only: bool) -> MCPServer:
+    """An `MCPServer` whose tools call the open store `c`.
+
+    `read_only=True` offers only the read tools (`context`, `resolve`, `find`); pass a
+    store opened with `mode="r"` then. The caller keeps ownership of `c`.
+    """
+    server: MCPServer = MCPServer(
+        "cortex",
+        instructions=(
+            "Memory for this agent. Call `context` at the start of a task with its verb and objects: "
+            "it returns the memories that matter within a token budget, and URIs of the rest "
+            "(`resolve` them when needed). "
+            + ("" if read_only else "Use `remember` to store what you learn, `attest` to say which memories helped, "
+               "and `forget` to retire a wrong one.")
+        ),
+        log_level="WARNING",
+    )
+
+    def catch_up() -> None:
+        if c.mode == "r":
+            c.refresh()
+
+    def context(verb: Verb = None, objects: Objects = {}, budget_tokens: int = 0, form: Form = "medium",  # noqa: B006 - never mutated
+                include_tiers: Tiers = None) -> CallToolResult:
+        """The memories that matter for a task (verb + objects), ranked and trimmed to a token budget.
+
+        Text: Markdown with the sections Pinned, Frame-relevant, Outcomes and Reachable.
+        Structured: URIs per tier, reachable_uris (what did not fit), total_tokens, trimmed.
+        """
+        def body() -> CallToolResult:
+            catch_up()
+            bundle = c.context(verb=verb, objects=objects, budget_tokens=budget_tokens, form=form, include_tiers=include_tiers)
+            return _result(bundle.to_markdown(), {
+                "pinned": [m.uri for m in bundle.pinned],
+                "outcomes": [m.uri for m in bundle.outcomes],
+                "frame_relevant": [m.uri for m in bundle.frame_relevant],
+                "reachable_uris": list(bundle.reachable_uris),
+                "total_tokens": bundle.total_tokens,
+                "trimmed": bundle.trimmed,
+            })
+        return _run(body)
+
+    def resolve(uri: Uri) -> CallToolResult:
+        """One memory by URI (older versions and tombstoned memories resolve too): its full text, and the memory as data."""
+        def body() -> CallToolResult:
+            catch_up()
+            memory = c.resolve(uri)
+            return _result(memory.form("full"), memory_dict(memory))
+        return _run(body)
+
+    def find(type: OptionalTypeName = None, tags: list[str] = [], where: Where = None,  # noqa: B006 - never mutated
+             limit: int | None = None, budget_tokens: int | None = None, form: Form = "medium") -> CallToolResult:
+        """A bounded query: memories of a type and/or carrying all the given tags, filtered by `where`.
+
+        Give a type or at least one tag, and a limit or a budget_tokens. One line per memory: `- <uri> — <text>`.
+        """
+        def body() -> CallToolResult:
+            catch_up()
+            found = c.find(type=type, tags=tags, where=where, limit=limit, budget_tokens=budget_tokens, form=form)
+            results = [{"uri": m.uri, "type": m.type.type_name, "text": m.form(form)} for m in found]
+            text = "".join(f"- {r['uri']} — {r['text']}\n" for r in results) or "(none)\n"
+            return _result(text, {"results": results})
+        return _run(body)
+
+    def remember(type: TypeName, data: Data, frames: Frames = [], tags: list[str] = [],  # noqa: B006 - never mutated
+                 importance: Annotated[int, Field(description="0..10")] = 0) -> CallToolResult:
+        """Write a memory; returns its URI. Frames say which tasks it matters to, so `context` finds it."""
+        def body() -> CallToolResult:
+            item = memory_from_json({"type": type, "data": data, "frames": frames, "tags": tags, "importance": importance})
+            uri = c.write_many([item])[0]
+            return _result(uri, {"uri": uri})
+        return _run(body)
+
+    def attest(cited: list[str], outcome: Outcome, reason: str | None = None) -> CallToolResult:
+        """Feedback: the memories (URIs) a task relied on, and how it went.
+
+        A failure with reason "factual_error" or "wrong_assumption" counts against the cited memories.
+        """
+        def body() -> CallToolResult:
+            c.attest(cited, outcome, reason)
+            return _result(f"attested {len(cited)} memories: {outcome}", {"cited": list(cited), "outcome": outcome, "reason": reason})
+        return _run(body)
+
+    def forget(uri: Uri, reason: str) -> CallToolResult:
+        """Tombstone a memory: it leaves every context and find, and still resolves."""
+        def body() -> CallToolResult:
+            c.tombstone(uri, reason)
+            return _result(f"tombstoned {uri}", {"uri": uri, "tombstoned": True})
+        return _run(body)
+
+    reads: list[Callable[..., CallToolResult]] = [context, resolve, find]
+    writes: list[Callable[..., CallToolResult]] = [remember, attest, forget]
+    for tool in reads:
+        server.add_tool(tool, annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    if not read_only:
+        for tool in writes:
+            server.add_tool(tool, annotations=ToolAnnotations(
+                read_only_hint=False, destructive_hint=tool is forget, open_world_hint=False))
+
+    @server.resource(PINNED_URI, name="pinned", mime_type="text/markdown",
+                     description="The pinned memories (identity, hard constraints, active goals) as Markdown.")
+    def pinned() -> str:
+        catch_up()
+        bundle = c.context(verb=None, include_tiers=["pinned"], budget_tokens=4000)
+        text: str = bundle.to_markdown()
+        return text
+
+    return server
+
+
+# ---------------------------------------------------------------------------
+# Command line
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cortex mcp",
+        description="Serve a cortex store to MCP clients over stdio (logs on stderr).",
+    )
+    parser.add_argument("store", help="the store directory")
+    parser.add_argument("--actor", required=True, help="the actor the store belongs to")
+    parser.add_argument("--read-only", action="store_true",
+                        help='open the store with mode="r" (beside a writer) and offer only context, resolve and find')
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the server until the client closes stdin. Exit 0, or 2 when the store
+    cannot be opened (one line `cortex: <Error>: <message>` on stderr)."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
+    try:
+        store = cortex.open(args.store, actor=args.actor, mode="r" if args.read_only else "rw")
+    except cortex.CortexError as exc:
+        print(f"cortex: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    with store:
+        build_server(store, read_only=args.read_only).run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,216 @@
+"""The write path: write, write_many, update, update_head, tombstone, attest.
+
+Every call validates all of its input before it takes the write lock, then builds
+one batch of puts and deletes (canonical records, derived index entries, salience,
+journal entries, journal head) and writes it atomically (`Engine.apply`). A
+rejected call writes nothing, so the root is unchanged.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from . import index
+from .engine import Engine
+from .errors import TypeMismatch, ValidationError
+from .forms import build_forms, check_forms
+from .ids import URI, format_uri, parse_uri
+from .journal import append
+from .model import (
+    MAX_IMPORTANCE,
+    Frame,
+    MemoryData,
+    check_choice,
+    check_data,
+    check_datetime,
+    check_frames,
+    check_int,
+    check_number,
+    check_tags,
+    check_text,
+    is_pinned,
+    to_micros,
+)
+from .records import Head, Version, content_hash, frames_record, head_key, salience_key, version_key
+from .salience import score as salience
+
+MAX_SOURCE_BYTES = 256
+MAX_REASON_BYTES = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One memory to write, with the same fields as `Cortex.write()`'s arguments.
+
+    Validates on construction. `expires_at`: after that instant the memory no
+    longer appears in `context()` (it still resolves).
+    """
+
+    data: MemoryData
+    frames: tuple[Frame, ...] = ()
+    tags: tuple[str, ...] = ()
+    importance: int = 0
+    confidence: float = 1.0
+    source: str = "user_input"
+    expires_at: datetime | None = None
+    forms: dict[str, str] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        check_data(self.data)
+        object.__setattr__(self, "frames", check_frames(self.frames))
+        object.__setattr__(self, "tags", check_tags(self.tags))
+        check_int("importance", self.importance, lo=0, hi=MAX_IMPORTANCE)
+        object.__setattr__(self, "confidence", check_number("confidence", self.confidence, lo=0.0, hi=1.0))
+        check_text("source", self.source, required=True, max_bytes=MAX_SOURCE_BYTES)
+        object.__setattr__(self, "expires_at", check_datetime("expires_at", self.expires_at))
+        object.__setattr__(self, "forms", check_forms(self.forms))
+
+
+def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
+    """Write many memories in one atomic batch; URIs in item order. The clock is read
+    once: every item gets the same `created_at`, and ids ascend in item order."""
+    e.check_writable()
+    if isinstance(items, (str, bytes, Write)) or not isinstance(items, Iterable):
+        raise ValidationError("items", "must be an iterable of cortex.Write", items)
+    batch = list(items)
+    for i, item in enumerate(batch):
+        if not isinstance(item, Write):
+            raise ValidationError(f"items[{i}]", f"must be a cortex.Write, not {type(item).__name__}", item)
+    if not batch:
+        return []
+    records = [w.data.to_record() for w in batch]
+    pool = e.forms_pool(len(batch))
+    if pool is not None:
+        chunks = pool.count([(w.data, record, w.forms) for w, record in zip(batch, records)])
+    else:
+        chunks = iter([build_forms(e.tokenizer, [(w.data, w.forms) for w in batch])])
+    with e.lock.write():
+        e.check_open()
+        now = to_micros(e.now())
+        raw_ids = e.ids.next_many(now // 1000, len(batch))
+        puts: dict[bytes, bytes | None] = {}
+        journal = e.journal
+        uris = []
+        for raw_id, item, record, form in zip(raw_ids, batch, records, itertools.chain.from_iterable(chunks)):
+            data = item.data
+            forms = (form.short, form.medium)
+            tokens = (form.short_tokens, form.medium_tokens, form.full_tokens)
+            expires = to_micros(item.expires_at) if item.expires_at else None
+            head = Head(
+                type=data.TYPE, version=1, created=now, updated=now, frames=item.frames, tags=item.tags,
+                importance=item.importance, tombstone=None, expires=expires, data=data,
+                confidence=item.confidence, source=item.source, forms=forms, tokens=tokens,
+            )
+            version = Version(data, now, e.actor, item.confidence, item.source, forms, tokens, content_hash(record))
+            frames = frames_record(item.frames)
+            payload = {
+                "id": raw_id, "type": int(data.TYPE), "version": 1, "importance": item.importance, "pinned": is_pinned(data),
+                "frames": frames, "tags": list(item.tags), "expires": expires,
+            }
+            score = salience.apply(None, "write", now, payload)
+            puts[head_key(raw_id)] = head.encode(record, frames)
+            puts[version_key(raw_id, 1)] = version.encode(record)
+            puts[salience_key(raw_id)] = score.encode()
+            puts.update(index.entries(raw_id, head, score))
+            journal = append(puts, journal, "write", now, payload)
+            uris.append(format_uri(data.TYPE, raw_id, 1))
+        e.apply(puts, journal, now)
+    return uris
+
+
+def update(e: Engine, uri: str, data: MemoryData) -> str:
+    """Write a new version of a memory (same id, same type); return its URI."""
+    e.check_writable()
+    ref = parse_uri(uri)
+    check_data(data)
+    form = build_forms(e.tokenizer, [(data, None)])[0]
+    with e.lock.write():
+        raw_id, old = e.live_head(ref)
+        if data.TYPE != old.type:
+            raise TypeMismatch("data", f"must be a {old.type.type_name} like the memory; got {type(data).__name__}", data)
+        now = to_micros(e.now())
+        number = old.version + 1
+        head = old._replace(version=number, updated=now, data=data, forms=(form.short, form.medium),
+                            tokens=(form.short_tokens, form.medium_tokens, form.full_tokens))
+        version = Version(data, now, e.actor, old.confidence, old.source, head.forms, head.tokens, content_hash(data.to_record()))
+        payload = {"id": raw_id, "version": number, "pinned": is_pinned(data)}
+        e.commit("update", now, payload, {raw_id: (old, head)}, {version_key(raw_id, number): version.encode()})
+    return str(URI(head.type, raw_id, number))
+
+
+def update_head(e: Engine, uri: str, *, tags: Iterable[str] | None = None, frames: Iterable[Frame] | None = None,
+                importance: int | None = None) -> None:
+    """Change a memory's tags, frames or importance without a new version."""
+    e.check_writable()
+    ref = parse_uri(uri)
+    if tags is None and frames is None and importance is None:
+        raise ValidationError("update_head", "name at least one of tags, frames, importance")
+    new_tags = None if tags is None else check_tags(tags)
+    new_frames = None if frames is None else check_frames(frames)
+    if importance is not None:
+        check_int("importance", importance, lo=0, hi=MAX_IMPORTANCE)
+    with e.lock.write():
+        raw_id, old = e.live_head(ref)
+        now = to_micros(e.now())
+        head = old._replace(
+            frames=old.frames if new_frames is None else new_frames,
+            tags=old.tags if new_tags is None else new_tags,
+            importance=old.importance if importance is None else importance,
+        )
+        payload: dict[str, Any] = {"id": raw_id, "importance": importance}
+        if new_tags is not None:
+            payload["tags"] = list(new_tags)
+        if new_frames is not None:
+            payload["frames"] = frames_record(new_frames)
+        e.commit("update_head", now, payload, {raw_id: (old, head)})
+
+
+def tombstone(e: Engine, uri: str, reason: str) -> None:
+    """Soft-delete a memory: it leaves every tier but stays resolvable. Idempotent:
+    tombstoning a tombstoned memory writes nothing."""
+    e.check_writable()
+    ref = parse_uri(uri)
+    check_text("reason", reason, required=True, max_bytes=MAX_REASON_BYTES)
+    with e.lock.write():
+        raw_id, old = e.head_for(ref)
+        if old.tombstone is not None:
+            return
+        now = to_micros(e.now())
+        head = old._replace(tombstone=(now, reason))
+        e.commit("tombstone", now, {"id": raw_id, "reason": reason}, {raw_id: (old, head)})
+
+
+def attest(e: Engine, cited: Iterable[str], outcome: str, reason: str | None = None) -> None:
+    """Feedback on memories an agent relied on (DESIGN §5); see `Cortex.attest`."""
+    e.check_writable()
+    if isinstance(cited, (str, bytes)) or not isinstance(cited, Iterable):
+        raise ValidationError("cited", "must be a list of URIs", cited)
+    refs = [parse_uri(uri, f"cited[{i}]") for i, uri in enumerate(cited)]
+    if not refs:
+        raise ValidationError("cited", "must name at least one memory", cited)
+    check_choice("outcome", outcome, ("success", "failure"))
+    check_text("reason", reason, max_bytes=MAX_REASON_BYTES)
+    with e.lock.write():
+        heads: dict[bytes, tuple[Head, Head]] = {}
+        for ref in refs:
+            raw_id, head = e.live_head(ref)
+            heads.setdefault(raw_id, (head, head))
+        now = to_micros(e.now())
+        e.commit("attest", now, {"ids": list(heads), "outcome": outcome, "reason": reason}, heads)
+
+
+def touch(e: Engine, raw_ids: list[bytes]) -> None:
+    """Count an access of each memory (`find(late_binding=True)`); journaled."""
+    with e.lock.write():
+        heads = {}
+        for raw_id in dict.fromkeys(raw_ids):
+            raw = e.storage.get(head_key(raw_id))
+            if raw is not None:
+                head = Head.decode(head_key(raw_id), raw)
+                heads[raw_id] = (head, head)
+        if heads:
+            e.commit("access", to_micros(e.now()), {"ids": list(heads)}, heads)
