@@ -1,1 +1,2 @@
-"""The benchmark harness: `python -m benchmarks run --memories N --queries Q`."""
+"""The benchmark entry point, reports and micro-benchmarks of a checkout (not installed:
+the harness itself is `cortex.bench`)."""

@@ -16,7 +16,7 @@ import os
 import pytest
 
 import cortex
-from benchmarks.workload import Workload
+from cortex.bench.workload import Workload
 from cortex import Fact, Frame
 
 SIZES = [int(n) for n in os.environ.get("CORTEX_BENCH_SIZES", "2000").split(",")]

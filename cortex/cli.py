@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(run=None)
     args, rest = parser.parse_known_args(argv)
     if args.command == "bench":
-        from benchmarks.__main__ import main as bench_main
+        from .bench.harness import main as bench_main
 
         return bench_main(["run", *rest])
     if rest:

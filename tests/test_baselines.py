@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import cortex
-from benchmarks import baselines as B
-from benchmarks.workload import Workload
+from cortex.bench import baselines as B
+from cortex.bench.workload import Workload
 from cortex import Constraint, Event, Fact, Frame, Goal, Identity
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import cortex
-from benchmarks.workload import PINNED_MEMBERS, Workload
+from cortex.bench.workload import PINNED_MEMBERS, Workload
 
 
 def test_same_seed_builds_the_same_store(tmp_path):

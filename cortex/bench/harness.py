@@ -1,0 +1,234 @@
+"""`python -m benchmarks run --memories N --queries Q [--store DIR]`.
+
+Builds the workload store once (reused when DIR already holds one), then measures
+warm `context()` latency over a query mix (p50/p95/p99/max, candidates scored,
+tokens delivered), a cold process (fresh interpreter: import, open, one context(),
+median of 10), bulk and single-write throughput, resolve latency, and bytes per
+memory on disk. Prints a summary and writes a JSON report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import cortex
+from cortex import Fact, Frame
+
+from .workload import Workload
+
+SEED_TARGET_P50_MS = 80.0
+SEED_CEILING_MS = 250.0
+OUR_P50_MS = 5.0
+OUR_P99_MS = 25.0
+# The baselines are compared at a fixed instant, so their answers can be asserted equal.
+BASELINE_NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
+
+
+def _pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.array(values), q))
+
+
+def _dir_bytes(path: str) -> int:
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+def _cold(path: str, query: dict, runs: int = 10) -> float:
+    code = (
+        "import cortex,json,sys; q=json.loads(sys.argv[2]);"
+        "c=cortex.open(sys.argv[1], actor='bench-agent', mode='r'); c.context(**q); c.close()"
+    )
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code, path, json.dumps(query)], check=True)
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def _single_writes(count: int = 1000, sync: bool = False) -> float:
+    """write() calls per second on a fresh store (`sync=True`: fsync per write)."""
+    with tempfile.TemporaryDirectory() as d, cortex.open(os.path.join(d, "s"), actor="bench", sync=sync) as c:
+        c.write(Fact(statement="warm-up", subject="s", predicate="p"))  # loads the tokenizer
+        t = time.perf_counter()
+        for i in range(count):
+            c.write(Fact(statement=f"the quote of vendor {i} was {i % 97} USD per hour", subject=f"vendor-{i}", predicate="price"),
+                    frames=[Frame("acquire", "service", f"obj-{i % 50}")])
+        return count / (time.perf_counter() - t)
+
+
+# Memories in the store that measures `write_many` without the helper process.
+INLINE_INGEST_SAMPLE = 50_000
+
+
+def _inline_ingest(count: int, seed: int) -> float:
+    """Bulk ingest (memories/s) of the workload's first `count` memories into a fresh
+    store, all forms rendered and counted in the writer's thread."""
+    with tempfile.TemporaryDirectory() as d:
+        return count / Workload(count, seed=seed).build(os.path.join(d, "s"), progress=False, helper=False)
+
+
+def run(args: argparse.Namespace) -> dict:
+    workload = Workload(args.memories, seed=args.seed)
+    store = args.store or os.path.join("bench-stores", f"n{args.memories}-s{args.seed}")
+    report: dict = {
+        "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()},
+        "memories": args.memories, "queries": args.queries, "seed": args.seed, "store": store,
+    }
+    if not os.path.exists(os.path.join(store, "CURRENT")):
+        print(f"building {args.memories:,} memories in {store}", file=sys.stderr)
+        report["bulk_ingest_per_s"] = args.memories / workload.build(store)
+    report["bulk_ingest_inline_per_s"] = _inline_ingest(min(args.memories, INLINE_INGEST_SAMPLE), args.seed)
+    queries = workload.queries(args.queries)
+    with cortex.open(store, actor="bench-agent") as c:
+        for q in queries[: min(50, len(queries))]:
+            c.context(**q)  # warm-up
+        latencies, candidates, tokens = [], [], []
+        for q in queries:
+            t = time.perf_counter()
+            b = c.context(**q)
+            latencies.append((time.perf_counter() - t) * 1000)
+            candidates.append(b.candidates)
+            tokens.append(b.total_tokens)
+        sample = [m.uri for m in c.find(type="Fact", limit=1000)]
+        random.Random(1).shuffle(sample)
+        t = time.perf_counter()
+        for uri in sample:
+            c.resolve(uri)
+        resolve_us = (time.perf_counter() - t) / max(1, len(sample)) * 1e6
+    if args.baseline_queries:
+        from .baselines import compare
+
+        print(f"baselines: loading SQLite, comparing {args.baseline_queries} queries", file=sys.stderr)
+        with cortex.open(store, actor="bench-agent", mode="r") as c:
+            report["baselines"] = compare(c, queries[: args.baseline_queries], BASELINE_NOW)
+    report["context_ms"] = {"p50": _pct(latencies, 50), "p95": _pct(latencies, 95), "p99": _pct(latencies, 99), "max": max(latencies)}
+    report["candidates"] = {"p50": _pct(candidates, 50), "p99": _pct(candidates, 99), "max": max(candidates)}
+    report["tokens_delivered_p50"] = _pct(tokens, 50)
+    report["resolve_us_mean"] = resolve_us
+    report["cold_process_ms_median"] = _cold(store, queries[0])
+    report["single_write_per_s"] = _single_writes()
+    report["single_write_sync_per_s"] = _single_writes(300, sync=True)
+    report["bytes_per_memory"] = _dir_bytes(store) / args.memories
+    p50, p99 = report["context_ms"]["p50"], report["context_ms"]["p99"]
+    report["verdict"] = {
+        "seed_target_p50_80ms": p50 < SEED_TARGET_P50_MS and report["context_ms"]["max"] < SEED_CEILING_MS,
+        "ours_p50_5ms": p50 <= OUR_P50_MS,
+        "ours_p99_25ms": p99 <= OUR_P99_MS,
+        "cold_process_200ms": report["cold_process_ms_median"] <= 200,
+        "bulk_ingest_20k_per_s": report["bulk_ingest_per_s"] >= 20_000 if "bulk_ingest_per_s" in report else None,
+        "disk_1_5kb_per_memory": report["bytes_per_memory"] <= 1536,
+    }
+    if "baselines" in report:
+        report["verdict"]["5x_original"] = report["baselines"]["ratio_original"] >= 5
+        report["verdict"]["3x_sqlite"] = report["baselines"]["ratio_sqlite"] >= 3
+    return report
+
+
+def plot(results_dir: Path) -> Path | None:
+    """A PNG of context() latency (p50, p99) against N from every report in
+    `results_dir`; None when matplotlib (the `bench` extra) is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    reports = sorted((json.loads(p.read_text()) for p in results_dir.glob("n*.json")), key=lambda r: r["memories"])
+    if not reports:
+        return None
+    sizes = [r["memories"] for r in reports]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, style in (("p50", "o-"), ("p99", "s--")):
+        ax.plot(sizes, [r["context_ms"][key] for r in reports], style, label=f"cortex {key}")
+    for name, style in (("original", "^:"), ("sqlite", "v:")):
+        if all(name in r.get("baselines", {}) for r in reports):
+            ax.plot(sizes, [r["baselines"][name]["p50_ms"] for r in reports], style, label=f"{name} p50")
+    ax.axhline(SEED_TARGET_P50_MS, color="grey", linewidth=0.8, label="seed target p50 (80 ms)")
+    ax.axhline(OUR_P50_MS, color="green", linewidth=0.8, label="our target p50 (5 ms)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("memories in the store")
+    ax.set_ylabel("context() latency, ms (warm)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    out = results_dir / "latency.png"
+    fig.savefig(out, dpi=120)
+    return out
+
+
+def tables(results_dir: Path) -> str:
+    """Markdown tables of every report in `results_dir` (for RESULTS.md)."""
+    reports = sorted((json.loads(p.read_text()) for p in results_dir.glob("n*.json")), key=lambda r: r["memories"])
+    cols = [f"{r['memories']:,}" for r in reports]
+    lines = ["| | " + " | ".join(cols) + " |", "|---|" + "---|" * len(reports)]
+
+    def row(label: str, fn: Any) -> None:
+        cells = []
+        for r in reports:
+            try:
+                cells.append(fn(r))
+            except (KeyError, TypeError):
+                cells.append("—")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+
+    row("context() p50 / p95 / p99 / max, ms", lambda r: "{p50:.2f} / {p95:.2f} / {p99:.2f} / {max:.1f}".format(**r["context_ms"]))
+    row("candidates scored p50 / p99 / max", lambda r: "{p50:.0f} / {p99:.0f} / {max}".format(**r["candidates"]))
+    row("tokens delivered, p50", lambda r: f"{r['tokens_delivered_p50']:.0f}")
+    for name, label in (("cortex", "cortex"), ("original", "baseline 1: original algorithm"), ("sqlite", "baseline 2: same on SQLite"),
+                        ("sqlite_lean", "SQLite, lean (scoring columns only)"), ("sqlite_bulk", "SQLite, lean + numpy scoring")):
+        row(f"{label}, p50 / p99 ms (fixed now)", lambda r, n=name: "{p50_ms:.2f} / {p99_ms:.2f}".format(**r["baselines"][n]))
+    for name in ("original", "sqlite", "sqlite_lean", "sqlite_bulk"):
+        row(f"ratio {name} / cortex (p50)", lambda r, n=name: f"{r['baselines'][f'ratio_{n}']:.1f}x")
+    row("cold process (import, open, 1 context), median of 10, ms", lambda r: f"{r['cold_process_ms_median']:.0f}")
+    row("bulk ingest (write_many, ingest_helper=True), memories/s", lambda r: f"{r['bulk_ingest_per_s']:,.0f}")
+    row(f"bulk ingest without the helper (first {INLINE_INGEST_SAMPLE:,}), memories/s", lambda r: f"{r['bulk_ingest_inline_per_s']:,.0f}")
+    row("write(), per s / with sync=True", lambda r: f"{r['single_write_per_s']:,.0f} / {r['single_write_sync_per_s']:,.0f}")
+    row("resolve(), µs mean", lambda r: f"{r['resolve_us_mean']:.0f}")
+    row("bytes per memory on disk", lambda r: f"{r['bytes_per_memory']:.0f}")
+    for key in ("seed_target_p50_80ms", "ours_p50_5ms", "ours_p99_25ms", "cold_process_200ms", "5x_original", "3x_sqlite", "bulk_ingest_20k_per_s", "disk_1_5kb_per_memory"):
+        row(f"target: {key}", lambda r, k=key: {True: "met", False: "**not met**", None: "—"}[r["verdict"][k]])
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="build (once) and measure a workload store")
+    p.add_argument("--memories", type=int, default=100_000)
+    p.add_argument("--queries", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--store", help="store directory (default bench-stores/n<N>-s<seed>)")
+    p.add_argument("--report", help="JSON report path (default benchmarks/results/n<N>.json)")
+    p.add_argument("--baseline-queries", type=int, default=200, help="queries for the side-by-side baselines (0: skip)")
+    p = sub.add_parser("tables", help="print markdown tables of the reports in benchmarks/results")
+    args = parser.parse_args(argv)
+    if args.command == "tables":
+        print(tables(Path("benchmarks/results")), end="")
+        return 0
+    report = run(args)
+    out = Path(args.report or f"benchmarks/results/n{args.memories}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(report, indent=2, sort_keys=True))
+    png = plot(out.parent)
+    print(f"report: {out}" + (f", plot: {png}" if png else " (pip install '.[bench]' for the plot)"), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
