@@ -10,7 +10,7 @@ Everything not in `__all__` is private and may change.
 """
 
 from .context import Bundle, ContextOpts
-from .facade import Cortex, open
+from .facade import Cortex, open, store_actor
 from .writes import Write
 from .errors import *  # noqa: F403 - every error class is public
 from .errors import __all__ as _errors
@@ -37,6 +37,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "open",
+    "store_actor",
     "Cortex",
     "Identity",
     "Fact",

@@ -165,6 +165,24 @@ def open_storage(options: Options) -> Storage:
     return open_rocksdb(options.location, read_only=read_only, cache_mb=options.cache_mb, sync=options.sync)
 
 
+def stored_actor(location: str) -> str:
+    """The actor a RocksDB store belongs to, read without knowing it (a follower
+    open, one read, closed again). A PostgreSQL database holds many actors, so there
+    the caller must name one."""
+    if is_dsn(location):
+        raise ValidationError("actor", "a PostgreSQL database holds many actors: name one", location)
+    from .storage.rocksdb import open_rocksdb
+
+    storage = open_rocksdb(location, read_only=True, cache_mb=8, sync=False)
+    try:
+        raw = storage.get(META_ACTOR)
+    finally:
+        storage.close()
+    if raw is None:
+        raise NotFound(f"{location!r} is not a cortex store")
+    return raw.decode("utf-8", errors="replace")
+
+
 class Engine:
     """One open store and the state its operations share (see the module docstring).
 

@@ -17,14 +17,22 @@ from . import reads as _reads
 from . import upkeep as _upkeep
 from . import writes as _writes
 from .context import Bundle, ContextOpts
-from .engine import Engine, Options, system_clock
+from .engine import Engine, Options, stored_actor, system_clock
 from .errors import ValidationError
 from .memory import Memory
 from .model import Frame, MemoryData
 from .salience.score import Score, Weights
 from .writes import Write
 
-__all__ = ["open", "Cortex"]
+__all__ = ["open", "Cortex", "store_actor"]
+
+
+def store_actor(path: str | os.PathLike[str]) -> str:
+    """The actor the store at `path` (a directory) belongs to, for tools that open
+    stores they did not create (`NotFound` if there is none)."""
+    if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
+        raise ValidationError("path", "must be a str or a path-like object naming a directory", path)
+    return stored_actor(os.fspath(path))
 
 
 def open(

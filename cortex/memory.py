@@ -64,6 +64,15 @@ class Memory:
 
     __slots__ = ("_fields", "_raw_id", "_head", "_version", "_number")
 
+    # A view's record: the decoded head and, for an older version, its version
+    # record. An eager `Memory(**fields)` holds every field in `_fields` already, so
+    # nothing is ever derived from its (absent) record.
+    _fields: dict[str, Any]
+    _raw_id: bytes
+    _head: list[Any]
+    _version: list[Any] | None
+    _number: int
+
     id: str
     uri: str
     type: MemoryType
@@ -116,7 +125,7 @@ class Memory:
                 raise
             except Exception as exc:
                 from_version = self._version is not None and name in _PER_VERSION
-                key = version_key(self._raw_id, self._number) if from_version else head_key(self._raw_id)  # type: ignore[arg-type]
+                key = version_key(self._raw_id, self._number) if from_version else head_key(self._raw_id)
                 raise CorruptRecord(key, f"bad record ({name}: {type(exc).__name__})") from None
         return fields[name]
 
@@ -153,8 +162,10 @@ class Memory:
             return full
         record = self._version if self._version is not None else self._head
         if record is not None:
-            return record[V_FORMS if self._version is not None else H_FORMS][0 if name == "short" else 1]
-        return self._get("forms")[name]
+            text: str = record[V_FORMS if self._version is not None else H_FORMS][0 if name == "short" else 1]
+            return text
+        forms: dict[str, str] = self._get("forms")
+        return forms[name]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field (type by name, datetimes as ISO 8601)."""
@@ -184,11 +195,16 @@ def _from_fields(fields: dict[str, Any]) -> Memory:
 
 # The slots' own setters: a view is built for every memory a read returns, and these
 # cost a tenth of `object.__setattr__` by name.
-_SET_FIELDS = Memory._fields.__set__  # type: ignore[attr-defined]
-_SET_RAW_ID = Memory._raw_id.__set__  # type: ignore[attr-defined]
-_SET_HEAD = Memory._head.__set__  # type: ignore[attr-defined]
-_SET_VERSION = Memory._version.__set__  # type: ignore[attr-defined]
-_SET_NUMBER = Memory._number.__set__  # type: ignore[attr-defined]
+def _slot_setter(name: str) -> Callable[[Memory, Any], None]:
+    setter: Callable[[Memory, Any], None] = vars(Memory)[name].__set__
+    return setter
+
+
+_SET_FIELDS = _slot_setter("_fields")
+_SET_RAW_ID = _slot_setter("_raw_id")
+_SET_HEAD = _slot_setter("_head")
+_SET_VERSION = _slot_setter("_version")
+_SET_NUMBER = _slot_setter("_number")
 
 # Where `form("full")` keeps its rendering, beside the derived fields.
 _FULL = "_full"
@@ -224,7 +240,7 @@ class ViewCache:
 
 def _current(m: Memory, head_index: int, version_index: int) -> Any:
     """A per-version field: from the older version record when there is one."""
-    return m._head[head_index] if m._version is None else m._version[version_index]  # type: ignore[index]
+    return m._head[head_index] if m._version is None else m._version[version_index]
 
 
 # Fields an older version's record holds itself; the rest come from the head.
@@ -233,7 +249,7 @@ _PER_VERSION = frozenset({"data", "confidence", "source", "updated_at", "forms",
 def _head_field(name: str) -> Callable[[Memory], Any]:
     """A memory-wide field, decoded from the head by the one decoder in `cortex.records`."""
     decode = HEAD_FIELDS[name][1]
-    return lambda m: decode(m._head)  # type: ignore[arg-type]
+    return lambda m: decode(m._head)
 
 
 def _tokens(m: Memory) -> dict[str, int]:
@@ -241,24 +257,28 @@ def _tokens(m: Memory) -> dict[str, int]:
 
 
 _DERIVE: dict[str, Callable[[Memory], Any]] = {
-    "id": lambda m: encode_id(m._raw_id),  # type: ignore[arg-type]
+    "id": lambda m: encode_id(m._raw_id),
     "uri": lambda m: f"cortex://{m.type.type_name}/{m.id}#{m._number}",
     "type": _head_field("type"),
-    "data": lambda m: decode_data(m._head[H_TYPE], _current(m, H_DATA, V_DATA)),  # type: ignore[index]
+    "data": lambda m: decode_data(m._head[H_TYPE], _current(m, H_DATA, V_DATA)),
     "version": lambda m: m._number,
     "frames": _head_field("frames"),
     "tags": _head_field("tags"),
     "importance": _head_field("importance"),
     "confidence": lambda m: _current(m, H_CONFIDENCE, V_CONFIDENCE),
     "source": lambda m: _current(m, H_SOURCE, V_SOURCE),
-    "created_at": lambda m: from_micros(HEAD_FIELDS["created"][1](m._head)),  # type: ignore[arg-type]
+    "created_at": lambda m: from_micros(HEAD_FIELDS["created"][1](m._head)),
     "updated_at": lambda m: from_micros(_current(m, H_UPDATED, V_CREATED)),
-    "tombstoned": lambda m: m._head[H_TOMBSTONE] is not None,  # type: ignore[index]
+    "tombstoned": lambda m: m._head[H_TOMBSTONE] is not None,
     "forms": lambda m: dict(zip(("short", "medium"), _current(m, H_FORMS, V_FORMS), strict=True)),
     "tokens": _tokens,
-    "expires_at": lambda m: from_micros(m._head[H_EXPIRES]) if m._head[H_EXPIRES] else None,  # type: ignore[index]
+    "expires_at": lambda m: from_micros(m._head[H_EXPIRES]) if m._head[H_EXPIRES] else None,
 }
 assert set(_DERIVE) == set(FIELDS)
 
+def _field_property(name: str) -> property:
+    return property(lambda self: self._get(name))
+
+
 for _name in FIELDS:
-    setattr(Memory, _name, property(lambda self, _n=_name: self._get(_n)))
+    setattr(Memory, _name, _field_property(_name))

@@ -28,7 +28,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, cast
 
 from rocksdict import (
     AccessType,
@@ -186,13 +186,13 @@ class RocksStorage:
 
     def get(self, key: bytes) -> bytes | None:
         try:
-            return self.db.get(key)  # type: ignore[no-any-return]
+            return cast("bytes | None", self.db.get(key))
         except Exception as exc:
             raise _translated(key, exc) from None
 
     def multi_get(self, keys: Sequence[bytes]) -> list[bytes | None]:
         try:
-            return self.db.get(list(keys)) if keys else []  # type: ignore[no-any-return]
+            return cast("list[bytes | None]", self.db.get(list(keys))) if keys else []
         except Exception as exc:
             raise _translated(keys[0], exc) from None
 
@@ -215,10 +215,10 @@ class RocksStorage:
         ro.set_iterate_upper_bound(prefix_end(prefix))
         try:
             if key_of is not None:
-                values: list[bytes] = list(self.db.values(from_key=prefix, read_opt=ro))
+                values = cast("list[bytes]", list(self.db.values(from_key=prefix, read_opt=ro)))
                 self._check_scan_end(prefix, key_of(values[-1]) if values else None)
                 return values
-            items = list(self.db.items(from_key=prefix, read_opt=ro))
+            items = list(_raw_items(self.db.items(from_key=prefix, read_opt=ro)))
         except CorruptRecord:
             raise
         except Exception as exc:
@@ -231,7 +231,7 @@ class RocksStorage:
         ro.set_iterate_upper_bound(prefix_end(prefix))
         last = None
         try:
-            for last, value in self.db.items(from_key=start or prefix, read_opt=ro):
+            for last, value in _raw_items(self.db.items(from_key=start or prefix, read_opt=ro)):
                 yield last, value
         except Exception as exc:
             raise _translated(prefix, exc) from None
@@ -261,7 +261,7 @@ class RocksStorage:
 
     def scan_items_backward(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         try:
-            for key, value in self.db.items(backwards=True, from_key=prefix_end(prefix)):
+            for key, value in _raw_items(self.db.items(backwards=True, from_key=prefix_end(prefix))):
                 if not key.startswith(prefix):
                     if key < prefix:
                         return
@@ -284,7 +284,7 @@ class RocksStorage:
 
     def all_items(self) -> dict[bytes, bytes]:
         """Every key and value of the store (tests and tools; small stores)."""
-        return dict(self.db.items())
+        return dict(_raw_items(self.db.items()))
 
     # -- following the writer (mode "r") -----------------------------------------
 
@@ -328,6 +328,11 @@ class RocksStorage:
             if not reopen:
                 break
         self._files_seen = seen
+
+
+def _raw_items(items: Any) -> Iterator[tuple[bytes, bytes]]:
+    """rocksdict's items in raw mode are (bytes, bytes); its stubs say any value."""
+    return cast("Iterator[tuple[bytes, bytes]]", iter(items))
 
 
 def _flush_happened(before: tuple[Any, ...], after: tuple[Any, ...]) -> bool:
