@@ -1,29 +1,36 @@
 """The memory model: the nine memory types, verbs, object kinds, frames, and limits.
 
 Every data class is a frozen dataclass that validates itself on construction, so a
-value that exists is a value that can be stored. Lists are normalised to tuples and
-datetimes to aware UTC datetimes; `to_record()` / `from_record()` turn a value into
-the plain list that the store encodes with msgpack, and back.
+value that exists is a value that can be stored. The rules are declarative: each
+field names its rule with `rule(...)` (a non-blank text, one of a closed set, a
+number in a range, ...), and one generic validator, `MemoryData.__post_init__`,
+runs them in declaration order. Lists are normalised to tuples, numbers to floats
+and datetimes to aware UTC datetimes; `to_record()` / `from_record()` turn a value
+into the plain list that the store encodes with msgpack, and back.
 
 Limits (each a `ValidationError` naming the field when broken):
 
 * a text field holds at most `MAX_TEXT_BYTES` bytes of UTF-8 (lone surrogates are
   rejected); a list field at most `MAX_LIST_ITEMS` items;
 * a frame ref is a non-empty string of at most 256 UTF-8 bytes; a memory has at most
-  16 frames and 16 tags, each tag at most 64 characters;
+  16 distinct frames and 16 distinct tags, each tag at most 64 characters;
 * numbers are finite: strengths in [0, 1], amounts and durations non-negative.
+
+List checks read their input once and stop at the first item over the limit, so a
+huge (or endless) iterable is rejected after reading at most limit + 1 items.
 """
 
 from __future__ import annotations
 
 import enum
-import functools
+import itertools
 import math
 import operator
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, field, fields
 from datetime import datetime, timedelta, timezone
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, NamedTuple, TypeVar, cast, dataclass_transform, overload
 
 from .errors import EmptyObjRef, InvalidObjKind, InvalidVerb, ValidationError, shown
 
@@ -67,7 +74,12 @@ class MemoryType(enum.IntEnum):
         return member
 
 
-def _parse_member(cls: Any, value: object, field_name: str, error: type[ValidationError], label: str) -> Any:
+_TYPE_NAMES = {member: member.name.capitalize() for member in MemoryType}
+
+_Member = TypeVar("_Member", bound=enum.IntEnum)
+
+
+def _parse_member(cls: type[_Member], value: object, field_name: str, error: type[ValidationError], label: str) -> _Member:
     """A member of a closed set from itself or its lower-case name; `error` otherwise."""
     if isinstance(value, cls):
         return value
@@ -75,9 +87,6 @@ def _parse_member(cls: Any, value: object, field_name: str, error: type[Validati
         return cls[value.upper()]
     names = ", ".join(member.name.lower() for member in cls)
     raise error(field_name, f"unknown {label} {shown(value)}; must be one of {names}", value)
-
-
-_TYPE_NAMES = {member: member.name.capitalize() for member in MemoryType}
 
 
 class Verb(enum.IntEnum):
@@ -124,41 +133,64 @@ class Tier(enum.Enum):
     FRAME_RELEVANT = "frame_relevant"
 
 
+# The closed value sets of the data classes' choice fields (DESIGN §2).
+POLARITIES = ("prefer", "avoid", "neutral", "do", "dont")
+STANCES = ("believe", "doubt", "suspect")
+EVENT_KINDS = ("intent_completed", "intent_failed", "payment", "dispatch", "observation", "interaction")
+OUTCOMES = ("success", "failure", "partial")
+GOAL_STATUSES = ("active", "paused", "completed", "abandoned")
+STRENGTHS = ("soft", "firm", "hard")
+CONSTRAINT_SOURCES = ("user_declared", "learned", "inferred")
+
+
 # ---------------------------------------------------------------------------
 # Validation helpers, shared by every data class and by the store's write path.
 
 
 def check_text(field_name: str, value: object, *, required: bool = False, max_bytes: int = MAX_TEXT_BYTES) -> str | None:
     """A str within `max_bytes` of UTF-8; None allowed unless `required` (then non-empty)."""
-    if value is None:
-        if required:
-            raise ValidationError(field_name, "is required", value)
+    if value is None and not required:
         return None
+    return _text(field_name, value, non_blank=required, max_bytes=max_bytes)
+
+
+def _text(field_name: str, value: object, *, non_blank: bool, max_bytes: int) -> str:
+    """A str (never None) within `max_bytes` of UTF-8, not blank if `non_blank`."""
+    if value is None:
+        raise ValidationError(field_name, "is required", value)
     if not isinstance(value, str):
         raise ValidationError(field_name, f"must be a string, not {type(value).__name__}", value)
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError:
         raise ValidationError(field_name, "must be valid Unicode (no lone surrogates)", value) from None
-    if required and not value.strip():
+    if non_blank and not value.strip():
         raise ValidationError(field_name, "must be a non-empty string", value)
     if size > max_bytes:
         raise ValidationError(field_name, f"must be at most {max_bytes} bytes of UTF-8 (got {size})", value)
     return value
 
 
+def _iterable(field_name: str, value: object, rule: str) -> Iterable[object]:
+    """`value` if it is a list-like iterable (not a str or bytes); `rule` broken otherwise."""
+    if type(value) is list or type(value) is tuple:
+        return value  # the common case, without the slower ABC check below
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise ValidationError(field_name, rule, value)
+    return value
+
+
 def check_texts(field_name: str, value: object, *, max_items: int = MAX_LIST_ITEMS) -> tuple[str, ...]:
-    """A list of strings as a tuple; None means empty."""
+    """A list of non-empty strings as a tuple; None means empty. Reads at most
+    `max_items + 1` items of `value`."""
     if value is None:
         return ()
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise ValidationError(field_name, "must be a list of strings", value)
-    items = tuple(value)
+    items = tuple(itertools.islice(_iterable(field_name, value, "must be a list of strings"), max_items + 1))
     if len(items) > max_items:
-        raise ValidationError(field_name, f"must hold at most {max_items} items (got {len(items)})", value)
+        raise ValidationError(field_name, f"must hold at most {max_items} items", value)
     for i, item in enumerate(items):
-        check_text(f"{field_name}[{i}]", item, required=True)
-    return items
+        _text(f"{field_name}[{i}]", item, non_blank=True, max_bytes=MAX_TEXT_BYTES)
+    return cast(tuple[str, ...], items)  # every item was just checked to be a str
 
 
 def check_choice(field_name: str, value: object, choices: tuple[str, ...]) -> str:
@@ -177,6 +209,10 @@ def check_number(field_name: str, value: object, *, lo: float | None = None, hi:
     if not math.isfinite(number):
         raise ValidationError(field_name, "must be a finite number", value)
     if lo is not None and number < lo or hi is not None and number > hi:
+        if hi is None:
+            raise ValidationError(field_name, f"must be at least {lo}", value)
+        if lo is None:
+            raise ValidationError(field_name, f"must be at most {hi}", value)
         raise ValidationError(field_name, f"must be within [{lo}, {hi}]", value)
     return number
 
@@ -193,6 +229,11 @@ def check_datetime(field_name: str, value: object) -> datetime | None:
     """An aware datetime, converted to UTC; None allowed."""
     if value is None:
         return None
+    return _utc(field_name, value)
+
+
+def _utc(field_name: str, value: object) -> datetime:
+    """An aware datetime (never None) from 1970 on, converted to UTC."""
     if not isinstance(value, datetime):
         raise ValidationError(field_name, f"must be a datetime, not {type(value).__name__}", value)
     if value.tzinfo is None or value.utcoffset() is None:
@@ -219,18 +260,22 @@ def from_micros(value: int) -> datetime:
 # Frames
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Frame:
-    """A (verb, object kind, object ref) triple a memory is indexed under."""
+    """A (verb, object kind, object ref) triple a memory is indexed under.
+
+    `Frame("acquire", "service", "gpu")` and `Frame(Verb.ACQUIRE, ObjKind.SERVICE,
+    "gpu")` are the same frame: names are parsed to members on construction.
+    """
 
     verb: Verb
     kind: ObjKind
     ref: str
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "verb", Verb.parse(self.verb, "frame.verb"))
-        object.__setattr__(self, "kind", ObjKind.parse(self.kind, "frame.kind"))
-        check_ref("frame.ref", self.ref)
+    def __init__(self, verb: Verb | str, kind: ObjKind | str, ref: str) -> None:
+        object.__setattr__(self, "verb", Verb.parse(verb, "frame.verb"))
+        object.__setattr__(self, "kind", ObjKind.parse(kind, "frame.kind"))
+        object.__setattr__(self, "ref", check_ref("frame.ref", ref))
 
 
 _FRAMES: dict[tuple[int, int, str], Frame] = {}
@@ -254,80 +299,264 @@ def stored_frame(verb: int, kind: int, ref: str) -> Frame:
 
 def check_ref(field_name: str, ref: object) -> str:
     """An object ref: a non-empty string of at most `MAX_REF_BYTES` UTF-8 bytes."""
-    if isinstance(ref, str) and not ref:
+    if ref is None or isinstance(ref, str) and not ref:
         raise EmptyObjRef(field_name, "must be a non-empty string", ref)
-    text = check_text(field_name, ref, required=False, max_bytes=MAX_REF_BYTES)
-    if text is None:
-        raise EmptyObjRef(field_name, "must be a non-empty string", ref)
-    return text
+    return _text(field_name, ref, non_blank=False, max_bytes=MAX_REF_BYTES)
 
 
 def check_frames(value: object) -> tuple[Frame, ...]:
-    """Frames as a tuple of `Frame`, duplicates removed, first occurrence kept."""
+    """Frames as a tuple of `Frame`, duplicates removed, first occurrence kept.
+    Stops reading `value` at its 17th distinct frame (too many)."""
     if value is None:
         return ()
-    if isinstance(value, (str, bytes, Frame)) or not isinstance(value, Iterable):
-        raise ValidationError("frames", "must be a list of Frame", value)
-    out: list[Frame] = []
-    for i, item in enumerate(value):
-        if isinstance(item, Frame):
-            frame = item
-        elif isinstance(item, (tuple, list)) and len(item) == 3:
-            frame = Frame(*item)
-        else:
-            raise ValidationError(f"frames[{i}]", "must be a Frame(verb, kind, ref)", item)
-        if frame not in out:
-            out.append(frame)
-    if len(out) > MAX_FRAMES:
-        raise ValidationError("frames", f"must hold at most {MAX_FRAMES} frames (got {len(out)})", value)
-    return tuple(out)
+    distinct: dict[Frame, None] = {}
+    for i, item in enumerate(_iterable("frames", value, "must be a list of Frame")):
+        if not isinstance(item, Frame):
+            raise ValidationError(f"frames[{i}]", "must be a cortex.Frame(verb, kind, ref)", item)
+        if item not in distinct:
+            if len(distinct) == MAX_FRAMES:
+                raise ValidationError("frames", f"must hold at most {MAX_FRAMES} distinct frames", value)
+            distinct[item] = None
+    return tuple(distinct)
 
 
 def check_tags(value: object) -> tuple[str, ...]:
-    """Tags as a tuple of non-empty strings of at most 64 characters, duplicates removed."""
+    """Tags as a tuple of non-empty strings of at most 64 characters, duplicates
+    removed, first occurrence kept. Stops reading `value` at its 17th distinct tag."""
     if value is None:
         return ()
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise ValidationError("tags", "must be a list of strings", value)
-    out: list[str] = []
-    for i, tag in enumerate(value):
-        check_text(f"tags[{i}]", tag, required=True)
+    distinct: dict[str, None] = {}
+    for i, item in enumerate(_iterable("tags", value, "must be a list of strings")):
+        tag = _text(f"tags[{i}]", item, non_blank=True, max_bytes=MAX_TEXT_BYTES)
         if len(tag) > MAX_TAG_CHARS:
             raise ValidationError(f"tags[{i}]", f"must be at most {MAX_TAG_CHARS} characters", tag)
-        if tag not in out:
-            out.append(tag)
-    if len(out) > MAX_TAGS:
-        raise ValidationError("tags", f"must hold at most {MAX_TAGS} tags (got {len(out)})", value)
-    return tuple(out)
+        if tag not in distinct:
+            if len(distinct) == MAX_TAGS:
+                raise ValidationError("tags", f"must hold at most {MAX_TAGS} distinct tags", value)
+            distinct[tag] = None
+    return tuple(distinct)
+
+
+# ---------------------------------------------------------------------------
+# Field rules: what each data field must hold, declared beside the field.
+
+_T = TypeVar("_T")
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class Rule(ABC, Generic[_T_co]):
+    """How one data field is checked: `check(name, value)` returns the value to
+    store (normalised) or raises `ValidationError` naming the field `name`."""
+
+    @abstractmethod
+    def check(self, name: str, value: object) -> _T_co:
+        """The value to store for `value`, or a `ValidationError` naming `name`."""
+
+
+@dataclass(frozen=True)
+class Text(Rule[str]):
+    """A string of at most `MAX_TEXT_BYTES` of UTF-8; not blank unless `blank_ok`."""
+
+    blank_ok: bool = False
+
+    def check(self, name: str, value: object) -> str:
+        return _text(name, value, non_blank=not self.blank_ok, max_bytes=MAX_TEXT_BYTES)
+
+
+@dataclass(frozen=True)
+class OneOf(Rule[str]):
+    """One of a closed set of strings."""
+
+    choices: tuple[str, ...]
+
+    def check(self, name: str, value: object) -> str:
+        return check_choice(name, value, self.choices)
+
+
+@dataclass(frozen=True)
+class Number(Rule[float]):
+    """A finite number (not a bool) within [lo, hi], stored as a float."""
+
+    lo: float | None = None
+    hi: float | None = None
+
+    def check(self, name: str, value: object) -> float:
+        return check_number(name, value, lo=self.lo, hi=self.hi)
+
+
+@dataclass(frozen=True)
+class Int(Rule[int]):
+    """An integer (not a bool) within lo..hi."""
+
+    lo: int
+    hi: int
+
+    def check(self, name: str, value: object) -> int:
+        return check_int(name, value, lo=self.lo, hi=self.hi)
+
+
+class When(Rule[datetime]):
+    """An aware datetime from 1970 on, stored in UTC (and on disk as microseconds)."""
+
+    def check(self, name: str, value: object) -> datetime:
+        return _utc(name, value)
+
+
+class Texts(Rule[tuple[str, ...]]):
+    """A list of at most `MAX_LIST_ITEMS` non-empty strings, stored as a tuple; None is empty."""
+
+    def check(self, name: str, value: object) -> tuple[str, ...]:
+        return check_texts(name, value)
+
+
+class Cost(Rule[tuple[str, float]]):
+    """An `(asset, amount)` pair (or a mapping with those keys): a non-empty asset
+    and a non-negative amount, stored as a tuple."""
+
+    def check(self, name: str, value: object) -> tuple[str, float]:
+        pair = (value.get("asset"), value.get("amount")) if isinstance(value, Mapping) else value
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Iterable):
+            raise ValidationError(name, "must be (asset, amount)", value)
+        items = tuple(itertools.islice(pair, 3))
+        if len(items) != 2:
+            raise ValidationError(name, "must be (asset, amount)", value)
+        asset = _text(f"{name}.asset", items[0], non_blank=True, max_bytes=MAX_TEXT_BYTES)
+        return (asset, check_number(f"{name}.amount", items[1], lo=0.0))
+
+
+class TextMap(Rule[dict[str, str]]):
+    """A mapping of non-empty strings to strings (at most `MAX_LIST_ITEMS` entries),
+    stored as a dict sorted by key; None is empty."""
+
+    def check(self, name: str, value: object) -> dict[str, str]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise ValidationError(name, "must be a mapping of strings to strings", value)
+        if len(value) > MAX_LIST_ITEMS:
+            raise ValidationError(name, f"must hold at most {MAX_LIST_ITEMS} items", value)
+        entries: dict[str, str] = {}
+        for key, text in value.items():
+            checked_key = _text(f"{name} key", key, non_blank=True, max_bytes=MAX_TEXT_BYTES)
+            if text is None:
+                raise ValidationError(f"{name}[{shown(key)}]", "must be a string", text)
+            entries[checked_key] = _text(f"{name}[{shown(key)}]", text, non_blank=False, max_bytes=MAX_TEXT_BYTES)
+        return dict(sorted(entries.items()))
+
+
+class Flag(Rule[bool]):
+    """True or False (nothing else)."""
+
+    def check(self, name: str, value: object) -> bool:
+        if not isinstance(value, bool):
+            raise ValidationError(name, "must be a bool", value)
+        return value
+
+
+# The rules the data classes use, one instance each.
+TEXT = Text()
+OPTIONAL_TEXT = Text(blank_ok=True)
+UNIT = Number(0.0, 1.0)
+NON_NEGATIVE = Number(lo=0.0)
+TEXTS = Texts()
+WHEN = When()
+
+_RULE = "cortex.rule"
+_REQUIRED = "cortex.required"
+
+
+@overload
+def rule(check: Rule[_T]) -> _T: ...
+@overload
+def rule(check: Rule[_T], *, default: _T) -> _T: ...
+@overload
+def rule(check: Rule[_T], *, default_factory: Callable[[], _T]) -> _T: ...
+
+
+def rule(check: Rule[Any], *, default: object = MISSING, default_factory: Callable[[], object] | None = None) -> Any:
+    """Declare a data field checked by `check` (this is its `dataclasses.field`).
+
+    Without a default the field is required: it still defaults to None at run time,
+    so that leaving it out raises a `ValidationError` naming it (like any other broken
+    rule) rather than a `TypeError`, while a type checker reports it missing. A field
+    whose default is None keeps None as "absent" without running `check`.
+    """
+    # Returns `Any`: until @dataclass replaces it, the declaration's value is a
+    # `Field` standing in for a value of the field's type (the overloads say which).
+    if default_factory is not None:
+        return field(default_factory=default_factory, metadata={_RULE: check, _REQUIRED: False})
+    if default is MISSING:
+        return field(default=None, metadata={_RULE: check, _REQUIRED: True})
+    return field(default=default, metadata={_RULE: check, _REQUIRED: False})
+
+
+class _FieldCheck(NamedTuple):
+    """One field's rule, as the validator runs it."""
+
+    name: str
+    check: Callable[[str, object], object]  # the rule's `check`
+    none_is_absent: bool  # an optional field defaulting to None: None is kept unchecked
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """What the generic code needs to know about one data class, worked out once."""
+
+    names: tuple[str, ...]  # the data fields, in declaration (= record) order
+    checks: tuple[_FieldCheck, ...]
+    is_datetime: tuple[bool, ...]  # per field: stored as microseconds since the epoch
+    getter: Callable[[object], tuple[Any, ...]]  # every field value in one C call
+
+
+def _layout(cls: type) -> _Layout:
+    """The layout of a dataclass whose every field is declared with `rule()`."""
+    declared: tuple[Field[Any], ...] = fields(cls)
+    checks: list[_FieldCheck] = []
+    is_datetime: list[bool] = []
+    for f in declared:
+        field_rule = f.metadata.get(_RULE)
+        if not isinstance(field_rule, Rule):
+            raise TypeError(f"{cls.__name__}.{f.name} must be declared with cortex.model.rule()")
+        checks.append(_FieldCheck(f.name, field_rule.check, not f.metadata[_REQUIRED] and f.default is None))
+        is_datetime.append(isinstance(field_rule, When))
+    names = tuple(f.name for f in declared)
+    getter = operator.attrgetter(*names)
+    return _Layout(names, tuple(checks), tuple(is_datetime), getter if len(names) > 1 else lambda value: (getter(value),))
+
+
+_Data = TypeVar("_Data", bound="MemoryData")
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(rule,))
+def memory_data(cls: type[_Data]) -> type[_Data]:
+    """Make `cls` a frozen, slotted dataclass whose fields are declared with `rule()`."""
+    data_cls = dataclass(frozen=True, slots=True)(cls)
+    data_cls._layout = _layout(data_cls)
+    return data_cls
 
 
 # ---------------------------------------------------------------------------
 # The nine data classes
 
 
-POLARITIES = ("prefer", "avoid", "neutral", "do", "dont")
-STANCES = ("believe", "doubt", "suspect")
-EVENT_KINDS = ("intent_completed", "intent_failed", "payment", "dispatch", "observation", "interaction")
-OUTCOMES = ("success", "failure", "partial")
-GOAL_STATUSES = ("active", "paused", "completed", "abandoned")
-STRENGTHS = ("soft", "firm", "hard")
-CONSTRAINT_SOURCES = ("user_declared", "learned", "inferred")
-
-
 class MemoryData:
     """Base of the nine data classes. `TYPE` is the memory type it is stored as.
 
-    Required fields default to None so that leaving one out raises a
-    `ValidationError` naming it, like any other broken rule, not a `TypeError`.
+    Construction runs every field's rule, in declaration order, and stores the
+    normalised value (a tuple for a list, a float for a number, UTC for a datetime).
     """
 
     TYPE: ClassVar[MemoryType]
+    _layout: ClassVar[_Layout]
 
     def __post_init__(self) -> None:
-        self._check()  # type: ignore[attr-defined]  # each data class states its rules
-
-    def _set(self, name: str, value: object) -> None:
-        object.__setattr__(self, name, value)
+        for name, check, none_is_absent in self._layout.checks:
+            value = getattr(self, name)
+            if value is None and none_is_absent:
+                continue
+            checked = check(name, value)
+            if checked is not value:
+                object.__setattr__(self, name, checked)
 
     def to_record(self) -> list[Any]:
         """Field values in declaration order, as msgpack-ready plain values."""
@@ -335,48 +564,37 @@ class MemoryData:
 
     def to_dict(self) -> dict[str, Any]:
         """Field values as JSON-ready plain values (datetimes as ISO 8601 UTC text)."""
-        return {f.name: json_value(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
+        return {name: json_value(value) for name, value in zip(self._layout.names, field_values(self))}
 
     @classmethod
     def from_record(cls, record: list[Any], validate: bool = True) -> MemoryData:
         """The value of a record. With `validate=False` (the read path: records were
         validated when written) the rules are not run again, which is 5x faster;
         `verify()` decodes with them."""
-        names = field_names(cls)
-        if not isinstance(record, list) or len(record) != len(names):
-            raise ValueError(f"{cls.__name__} record must be a list of {len(names)} values")
+        layout = cls._layout
+        if not isinstance(record, list) or len(record) != len(layout.names):
+            raise ValueError(f"{cls.__name__} record must be a list of {len(layout.names)} values")
+        decoded = map(_decode_value, layout.is_datetime, record)
         if validate:
-            return cls(**{name: _decode_value(cls, name, raw) for name, raw in zip(names, record)})
+            return cls(**dict(zip(layout.names, decoded)))
         value = object.__new__(cls)
-        for name, raw in zip(names, record):
-            object.__setattr__(value, name, _decode_value(cls, name, raw))
+        for name, raw in zip(layout.names, decoded):
+            object.__setattr__(value, name, raw)
         return value
 
 
-@functools.cache
-def field_names(cls: type) -> tuple[str, ...]:
+def field_names(cls: type[MemoryData]) -> tuple[str, ...]:
     """The data fields of a data class, in declaration (= record) order."""
-    return tuple(f.name for f in fields(cls))
+    return cls._layout.names
 
 
 def field_values(data: MemoryData) -> tuple[Any, ...]:
     """The data fields of `data`, in declaration (= record) order."""
-    return _field_getter(type(data))(data)
-
-
-@functools.cache
-def _field_getter(cls: type) -> Callable[[Any], tuple[Any, ...]]:
-    """One C call that reads every data field of an instance of `cls`, in record order."""
-    names = field_names(cls)
-    getter = operator.attrgetter(*names)
-    return getter if len(names) > 1 else lambda value: (getter(value),)
+    return data._layout.getter(data)
 
 
 # Values a record holds as they are (everything else goes through `_encode_value`).
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
-
-# Fields holding datetimes, by class: encoded as microseconds since the epoch.
-_DATETIME_FIELDS = {"as_of", "horizon_end", "last_observed"}
 
 
 def json_value(value: object) -> object:
@@ -400,195 +618,111 @@ def _encode_value(value: object) -> object:
     return value
 
 
-def _decode_value(cls: type, name: str, raw: object) -> object:
-    if name in _DATETIME_FIELDS and raw is not None:
-        return from_micros(raw)  # type: ignore[arg-type]
+def _decode_value(is_datetime: bool, raw: Any) -> object:
+    """A field value from its record form (a msgpack value): microseconds to a
+    datetime, a list to a tuple."""
+    if is_datetime and raw is not None:
+        return from_micros(raw)
     if isinstance(raw, list):
         return tuple(raw)
     return raw
 
 
-@dataclass(frozen=True, slots=True)
+@memory_data
 class Identity(MemoryData):
     TYPE: ClassVar[MemoryType] = MemoryType.IDENTITY
-    name: str = None  # type: ignore[assignment]  # required: see MemoryData
-    did: str | None = None
-    wallets: tuple[str, ...] = ()
-    roles: tuple[str, ...] = ()
-    public_keys: tuple[str, ...] = ()
-
-    def _check(self) -> None:
-        check_text("name", self.name, required=True)
-        check_text("did", self.did)
-        for name in ("wallets", "roles", "public_keys"):
-            self._set(name, check_texts(name, getattr(self, name)))
+    name: str = rule(TEXT)
+    did: str | None = rule(OPTIONAL_TEXT, default=None)
+    wallets: tuple[str, ...] = rule(TEXTS, default=())
+    roles: tuple[str, ...] = rule(TEXTS, default=())
+    public_keys: tuple[str, ...] = rule(TEXTS, default=())
 
 
-@dataclass(frozen=True, slots=True)
+@memory_data
 class Fact(MemoryData):
     TYPE: ClassVar[MemoryType] = MemoryType.FACT
-    statement: str = None  # type: ignore[assignment]  # required: see MemoryData
-    subject: str = None  # type: ignore[assignment]  # required: see MemoryData
-    predicate: str = None  # type: ignore[assignment]  # required: see MemoryData
-    object: str | None = None
-    source: str | None = None
-    as_of: datetime | None = None
-
-    def _check(self) -> None:
-        for name in ("statement", "subject", "predicate"):
-            check_text(name, getattr(self, name), required=True)
-        check_text("object", self.object)
-        check_text("source", self.source)
-        self._set("as_of", check_datetime("as_of", self.as_of))
+    statement: str = rule(TEXT)
+    subject: str = rule(TEXT)
+    predicate: str = rule(TEXT)
+    object: str | None = rule(OPTIONAL_TEXT, default=None)
+    source: str | None = rule(OPTIONAL_TEXT, default=None)
+    as_of: datetime | None = rule(WHEN, default=None)
 
 
-@dataclass(frozen=True, slots=True)
+@memory_data
 class Preference(MemoryData):
     TYPE: ClassVar[MemoryType] = MemoryType.PREFERENCE
-    topic: str = None  # type: ignore[assignment]  # required: see MemoryData
-    polarity: str = None  # type: ignore[assignment]  # required: see MemoryData
-    strength: float = 0.5
-    value: str | None = None
-    rationale: str | None = None
-
-    def _check(self) -> None:
-        check_text("topic", self.topic, required=True)
-        check_choice("polarity", self.polarity, POLARITIES)
-        self._set("strength", check_number("strength", self.strength, lo=0.0, hi=1.0))
-        check_text("value", self.value)
-        check_text("rationale", self.rationale)
+    topic: str = rule(TEXT)
+    polarity: str = rule(OneOf(POLARITIES))
+    strength: float = rule(UNIT, default=0.5)
+    value: str | None = rule(OPTIONAL_TEXT, default=None)
+    rationale: str | None = rule(OPTIONAL_TEXT, default=None)
 
 
-@dataclass(frozen=True, slots=True)
+@memory_data
 class Belief(MemoryData):
     TYPE: ClassVar[MemoryType] = MemoryType.BELIEF
-    statement: str = None  # type: ignore[assignment]  # required: see MemoryData
-    stance: str = None  # type: ignore[assignment]  # required: see MemoryData
-    subject: str | None = None
-    evidence_for: tuple[str, ...] = ()
-    evidence_against: tuple[str, ...] = ()
-
-    def _check(self) -> None:
-        check_text("statement", self.statement, required=True)
-        check_choice("stance", self.stance, STANCES)
-        check_text("subject", self.subject)
-        self._set("evidence_for", check_texts("evidence_for", self.evidence_for))
-        self._set("evidence_against", check_texts("evidence_against", self.evidence_against))
+    statement: str = rule(TEXT)
+    stance: str = rule(OneOf(STANCES))
+    subject: str | None = rule(OPTIONAL_TEXT, default=None)
+    evidence_for: tuple[str, ...] = rule(TEXTS, default=())
+    evidence_against: tuple[str, ...] = rule(TEXTS, default=())
 
 
-@dataclass(frozen=True, slots=True)
+@memory_data
 class Event(MemoryData):
     """The outcome of an action. `cost` is `(asset, amount)`; `duration` is in seconds."""
 
     TYPE: ClassVar[MemoryType] = MemoryType.EVENT
-    kind: str = None  # type: ignore[assignment]  # required: see MemoryData
-    outcome: str = None  # type: ignore[assignment]  # required: see MemoryData
-    intent_ref: str | None = None
-    counterparty: str | None = None
-    cost: tuple[str, float] | None = None
-    duration: float | None = None
-    artifacts: tuple[str, ...] = ()
-    summary: str | None = None
-
-    def _check(self) -> None:
-        check_choice("kind", self.kind, EVENT_KINDS)
-        check_choice("outcome", self.outcome, OUTCOMES)
-        check_text("intent_ref", self.intent_ref)
-        check_text("counterparty", self.counterparty)
-        if self.cost is not None:
-            cost = self.cost
-            if isinstance(cost, Mapping):
-                cost = (cost.get("asset"), cost.get("amount"))
-            if isinstance(cost, (str, bytes)) or not isinstance(cost, Iterable) or len(tuple(cost)) != 2:
-                raise ValidationError("cost", "must be (asset, amount)", self.cost)
-            asset, amount = tuple(cost)
-            check_text("cost.asset", asset, required=True)
-            self._set("cost", (asset, check_number("cost.amount", amount, lo=0.0)))
-        if self.duration is not None:
-            self._set("duration", check_number("duration", self.duration, lo=0.0))
-        self._set("artifacts", check_texts("artifacts", self.artifacts))
-        check_text("summary", self.summary)
+    kind: str = rule(OneOf(EVENT_KINDS))
+    outcome: str = rule(OneOf(OUTCOMES))
+    intent_ref: str | None = rule(OPTIONAL_TEXT, default=None)
+    counterparty: str | None = rule(OPTIONAL_TEXT, default=None)
+    cost: tuple[str, float] | None = rule(Cost(), default=None)
+    duration: float | None = rule(NON_NEGATIVE, default=None)
+    artifacts: tuple[str, ...] = rule(TEXTS, default=())
+    summary: str | None = rule(OPTIONAL_TEXT, default=None)
 
 
-@dataclass(frozen=True, slots=True)
+@memory_data
 class Goal(MemoryData):
     TYPE: ClassVar[MemoryType] = MemoryType.GOAL
-    statement: str = None  # type: ignore[assignment]  # required: see MemoryData
-    status: str = None  # type: ignore[assignment]  # required: see MemoryData
-    horizon_end: datetime | None = None
-    success_criteria: tuple[str, ...] = ()
-    subgoals: tuple[str, ...] = ()
-
-    def _check(self) -> None:
-        check_text("statement", self.statement, required=True)
-        check_choice("status", self.status, GOAL_STATUSES)
-        self._set("horizon_end", check_datetime("horizon_end", self.horizon_end))
-        self._set("success_criteria", check_texts("success_criteria", self.success_criteria))
-        self._set("subgoals", check_texts("subgoals", self.subgoals))
+    statement: str = rule(TEXT)
+    status: str = rule(OneOf(GOAL_STATUSES))
+    horizon_end: datetime | None = rule(WHEN, default=None)
+    success_criteria: tuple[str, ...] = rule(TEXTS, default=())
+    subgoals: tuple[str, ...] = rule(TEXTS, default=())
 
 
-@dataclass(frozen=True, slots=True)
+@memory_data
 class Constraint(MemoryData):
     TYPE: ClassVar[MemoryType] = MemoryType.CONSTRAINT
-    statement: str = None  # type: ignore[assignment]  # required: see MemoryData
-    strength: str = None  # type: ignore[assignment]  # required: see MemoryData
-    polarity: str = None  # type: ignore[assignment]  # required: see MemoryData
-    source: str = None  # type: ignore[assignment]  # required: see MemoryData
-    trigger: str | None = None
-
-    def _check(self) -> None:
-        check_text("statement", self.statement, required=True)
-        check_choice("strength", self.strength, STRENGTHS)
-        check_choice("polarity", self.polarity, POLARITIES)
-        check_choice("source", self.source, CONSTRAINT_SOURCES)
-        check_text("trigger", self.trigger)
+    statement: str = rule(TEXT)
+    strength: str = rule(OneOf(STRENGTHS))
+    polarity: str = rule(OneOf(POLARITIES))
+    source: str = rule(OneOf(CONSTRAINT_SOURCES))
+    trigger: str | None = rule(OPTIONAL_TEXT, default=None)
 
 
-@dataclass(frozen=True, slots=True)
+@memory_data
 class Capability(MemoryData):
     """What a subject can do. `parameters` maps names to strings."""
 
     TYPE: ClassVar[MemoryType] = MemoryType.CAPABILITY
-    subject: str = None  # type: ignore[assignment]  # required: see MemoryData
-    capability: str = None  # type: ignore[assignment]  # required: see MemoryData
-    parameters: dict[str, str] = field(default_factory=dict)
-    verified: bool = False
-    last_observed: datetime | None = None
-
-    def _check(self) -> None:
-        check_text("subject", self.subject, required=True)
-        check_text("capability", self.capability, required=True)
-        params = self.parameters
-        if params is None:
-            params = {}
-        if not isinstance(params, Mapping):
-            raise ValidationError("parameters", "must be a mapping of strings to strings", params)
-        if len(params) > MAX_LIST_ITEMS:
-            raise ValidationError("parameters", f"must hold at most {MAX_LIST_ITEMS} items", params)
-        for key, value in params.items():
-            check_text("parameters key", key, required=True)
-            check_text(f"parameters[{shown(key)}]", value, required=False)
-            if value is None:
-                raise ValidationError(f"parameters[{shown(key)}]", "must be a string", value)
-        self._set("parameters", dict(sorted(params.items())))
-        if not isinstance(self.verified, bool):
-            raise ValidationError("verified", "must be a bool", self.verified)
-        self._set("last_observed", check_datetime("last_observed", self.last_observed))
+    subject: str = rule(TEXT)
+    capability: str = rule(TEXT)
+    parameters: dict[str, str] = rule(TextMap(), default_factory=dict)
+    verified: bool = rule(Flag(), default=False)
+    last_observed: datetime | None = rule(WHEN, default=None)
 
 
-@dataclass(frozen=True, slots=True)
+@memory_data
 class Pattern(MemoryData):
     TYPE: ClassVar[MemoryType] = MemoryType.PATTERN
-    statement: str = None  # type: ignore[assignment]  # required: see MemoryData
-    derived_from: tuple[str, ...] = ()
-    strength: float = 0.5
-    coverage: int = 0
-
-    def _check(self) -> None:
-        check_text("statement", self.statement, required=True)
-        self._set("derived_from", check_texts("derived_from", self.derived_from))
-        self._set("strength", check_number("strength", self.strength, lo=0.0, hi=1.0))
-        check_int("coverage", self.coverage, lo=0, hi=2**53)
+    statement: str = rule(TEXT)
+    derived_from: tuple[str, ...] = rule(TEXTS, default=())
+    strength: float = rule(UNIT, default=0.5)
+    coverage: int = rule(Int(0, 2**53), default=0)
 
 
 DATA_CLASSES: dict[MemoryType, type[MemoryData]] = {

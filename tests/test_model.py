@@ -51,7 +51,7 @@ def frame(ref: str = "gpu_inference", verb: str = "acquire", kind: str = "servic
 
 def raw_items(store) -> dict[bytes, bytes]:
     """Every key and value in the store's RocksDB."""
-    return dict(store._kv.db.items())
+    return dict(store._engine.storage.all_items())
 
 
 def state(store):
@@ -150,7 +150,7 @@ def test_lists_become_tuples_and_datetimes_utc():
 def test_write_normalises_frames_and_tags(store):
     uri = store.write(
         fact(),
-        frames=[("acquire", "service", "gpu"), Frame("acquire", "service", "gpu"), ("find", "model", "m")],
+        frames=[Frame("acquire", "service", "gpu"), Frame(Verb.ACQUIRE, ObjKind.SERVICE, "gpu"), Frame("find", "model", "m")],
         tags=["b", "a", "b"],
     )
     m = store.resolve(uri)
@@ -251,14 +251,14 @@ REJECTED = [
     pytest.param(_wk(lambda: dict(frames=[Frame("acquire", "service", "r" * 257)])), ValidationError, "frame.ref", id="ref-257-bytes"),
     pytest.param(_wk(lambda: dict(frames=[Frame("acquire", "service", "é" * 129)])), ValidationError, "frame.ref", id="ref-258-bytes-129-chars"),
     pytest.param(_wk(lambda: dict(frames=[Frame("acquire", "service", "")])), EmptyObjRef, "frame.ref", id="ref-empty"),
-    pytest.param(_wk(lambda: dict(frames=[("acquire", "service", "")])), EmptyObjRef, "frame.ref", id="ref-empty-tuple"),
+    pytest.param(_wk(lambda: dict(frames=[("acquire", "service", "gpu")])), ValidationError, "frames[0]", id="frames-item-tuple"),
     pytest.param(_wk(lambda: dict(frames=[Frame("acquire", "service", None)])), EmptyObjRef, "frame.ref", id="ref-none"),
     pytest.param(_wk(lambda: dict(frames=[Frame("acquire", "service", "\ud800")])), ValidationError, "frame.ref", id="ref-lone-surrogate"),
     pytest.param(_wk(lambda: dict(frames=[Frame("fly", "service", "x")])), InvalidVerb, "frame.verb", id="verb-unknown"),
     pytest.param(_wk(lambda: dict(frames=[Frame("ACQUIRE", "service", "x")])), InvalidVerb, "frame.verb", id="verb-upper-case"),
     pytest.param(_wk(lambda: dict(frames=[Frame(None, "service", "x")])), InvalidVerb, "frame.verb", id="verb-none"),
     pytest.param(_wk(lambda: dict(frames=[Frame("acquire", "planet", "x")])), InvalidObjKind, "frame.kind", id="kind-unknown"),
-    pytest.param(_wk(lambda: dict(frames=[("acquire", "planet", "x")])), InvalidObjKind, "frame.kind", id="kind-unknown-tuple"),
+    pytest.param(_wk(lambda: dict(frames=[frame(), ["find", "model", "m"]])), ValidationError, "frames[1]", id="frames-item-list"),
     pytest.param(_wk(lambda: dict(frames=[42])), ValidationError, "frames[0]", id="frames-item-not-a-frame"),
     pytest.param(_wk(lambda: dict(frames="acquire")), ValidationError, "frames", id="frames-str"),
     # tags
@@ -334,9 +334,10 @@ UPDATE_REJECTED = [
     pytest.param(lambda s, u: s.update_head(u, tags=SEVENTEEN_TAGS), ValidationError, "tags", id="update-head-tags-17"),
     pytest.param(lambda s, u: s.update_head(u, tags=["y" * 65]), ValidationError, "tags[0]", id="update-head-tag-65"),
     pytest.param(lambda s, u: s.update_head(u, frames=SEVENTEEN_FRAMES), ValidationError, "frames", id="update-head-frames-17"),
-    pytest.param(lambda s, u: s.update_head(u, frames=[("fly", "service", "x")]), InvalidVerb, "frame.verb", id="update-head-bad-verb"),
-    pytest.param(lambda s, u: s.update_head(u, frames=[("find", "nebula", "x")]), InvalidObjKind, "frame.kind", id="update-head-bad-kind"),
-    pytest.param(lambda s, u: s.update_head(u, frames=[("find", "model", "")]), EmptyObjRef, "frame.ref", id="update-head-empty-ref"),
+    pytest.param(lambda s, u: s.update_head(u, frames=[Frame("fly", "service", "x")]), InvalidVerb, "frame.verb", id="update-head-bad-verb"),
+    pytest.param(lambda s, u: s.update_head(u, frames=[Frame("find", "nebula", "x")]), InvalidObjKind, "frame.kind", id="update-head-bad-kind"),
+    pytest.param(lambda s, u: s.update_head(u, frames=[Frame("find", "model", "")]), EmptyObjRef, "frame.ref", id="update-head-empty-ref"),
+    pytest.param(lambda s, u: s.update_head(u, frames=[("find", "model", "m")]), ValidationError, "frames[0]", id="update-head-tuple-frame"),
     pytest.param(lambda s, u: s.tombstone(u, ""), ValidationError, "reason", id="tombstone-reason-empty"),
     pytest.param(lambda s, u: s.tombstone(u, None), ValidationError, "reason", id="tombstone-reason-none"),
     pytest.param(lambda s, u: s.tombstone(u, "\ud800"), ValidationError, "reason", id="tombstone-reason-surrogate"),
@@ -369,7 +370,7 @@ def test_write_many_with_a_bad_item_writes_nothing(busy_store):
 def test_write_many_with_a_bad_frame_item_writes_nothing(busy_store):
     before = state(busy_store)
     with pytest.raises(InvalidObjKind) as info:
-        busy_store.write_many([Write(fact(10)), Write(fact(11), frames=[("acquire", "planet", "x")])])
+        busy_store.write_many([Write(fact(10)), Write(fact(11), frames=[Frame("acquire", "planet", "x")])])
     assert info.value.field == "frame.kind"
     assert state(busy_store) == before
 
