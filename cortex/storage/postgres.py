@@ -1,0 +1,608 @@
+"""The PostgreSQL backend: many actors' stores in one database, for fleets of agents.
+
+Keys and values are the bytes `cortex.records` defines, exactly as on RocksDB; this
+module only decides where they live and how a writer owns them. It needs psycopg 3 and
+psycopg_pool (`pip install 'cortex[postgres]'`).
+
+Tables (created by the first writer to open the database; a reader never creates them):
+
+    cortex_kv     (actor text, key bytea, value bytea, PRIMARY KEY (actor, key))
+    cortex_lease  (actor text PRIMARY KEY, holder text, expires_at timestamptz, token bigint)
+    cortex_schema (name text PRIMARY KEY, version bigint)       -- one row: ('kv', 1)
+
+Why this layout: the primary key `(actor, key)` is the only index. It keeps each
+actor's keys together and in byte order (bytea compares as raw bytes, no collation),
+so every scan of the engine is one range query on it: `actor = A AND key >= prefix
+AND key < prefix_end(prefix) ORDER BY key`. A point read is one lookup in it. Citus can
+distribute the table by `actor`; YugabyteDB hashes the first key column by default
+(`actor HASH, key ASC`), which is the same split; CockroachDB keeps it range-ordered.
+
+Behaviour:
+
+* A batch (`write`) is one transaction whose first statement checks, and extends, the
+  writer's lease: a conditional UPDATE that must hit the lease row with our holder and
+  fencing token. A writer whose lease was taken over gets `StoreLocked` ("lease lost")
+  and nothing of the batch is committed. The row lock that UPDATE takes also orders
+  every write of an actor behind any other still in flight.
+* One writer per actor: `open_postgres` takes the lease (a new row, or an expired one,
+  whose token then goes up by one) or raises `StoreLocked` naming the holder. A daemon
+  thread renews it while the storage is open; `close()` expires it at once. No advisory
+  locks (CockroachDB has none): the lease is a plain row.
+* `view()` is one read-only REPEATABLE READ transaction on one connection, used by every
+  read the calling thread makes inside the block; other reads are single autocommit
+  statements on a pooled connection. Reads therefore always see the latest commit, so
+  `writer_moved()` is False and `catch_up()` does nothing.
+* Connection loss: a read outside a view is retried once on a fresh connection (the
+  pool is checked first, so dead connections are dropped); inside a view only the
+  first read is (before it, there is no snapshot to lose). A write whose COMMIT got
+  no answer is resolved by reading the journal head (`meta/journal`, which every engine
+  batch writes) back after taking the lease row's lock, which waits until the lost
+  transaction has ended either way: committed if the head holds the batch's value, else
+  `StoreError` saying the write did not happen. A batch is never sent twice, except
+  after the server said it rolled it back (serialization failure or deadlock,
+  SQLSTATE class 40), which CockroachDB asks clients to retry.
+* `sync` is accepted for the protocol: a commit is as durable as the server makes it
+  (`synchronous_commit`, on by default), which is the administrator's choice.
+* Transaction control (BEGIN, COMMIT, ROLLBACK) is never prepared: nothing to gain,
+  and the statement text then shows on the wire (the tests' fault proxy cuts there).
+* Failures are `StoreError` naming the cause (or `CorruptRecord` when the server reports
+  damaged data), never a raw psycopg exception.
+
+Every SQL statement this module sends (each accepted by PostgreSQL 15, CockroachDB and
+YugabyteDB; `%s` are parameters, `[...]` parts are present or not):
+
+| statement | used for |
+|---|---|
+| `SELECT version FROM cortex_schema WHERE name = 'kv'` | open: is the schema there, which version |
+| `CREATE TABLE IF NOT EXISTS cortex_kv (actor text NOT NULL, key bytea NOT NULL, value bytea NOT NULL, PRIMARY KEY (actor, key))` | writer's first open |
+| `CREATE TABLE IF NOT EXISTS cortex_lease (actor text PRIMARY KEY, holder text NOT NULL, expires_at timestamptz NOT NULL, token bigint NOT NULL)` | writer's first open |
+| `CREATE TABLE IF NOT EXISTS cortex_schema (name text PRIMARY KEY, version bigint NOT NULL)` | writer's first open |
+| `INSERT INTO cortex_schema (name, version) VALUES ('kv', 1) ON CONFLICT (name) DO NOTHING` | writer's first open |
+| `SELECT 1 FROM cortex_kv WHERE actor = %s LIMIT 1` | reader's open: does the actor's store exist |
+| `INSERT INTO cortex_lease (actor, holder, expires_at, token) VALUES (%s, %s, now() + %s, 1) ON CONFLICT (actor) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at, token = cortex_lease.token + 1 WHERE cortex_lease.expires_at <= now() RETURNING token` | take the lease |
+| `SELECT holder, expires_at, token FROM cortex_lease WHERE actor = %s` | name the holder in `StoreLocked` |
+| `UPDATE cortex_lease SET expires_at = now() + %s WHERE actor = %s AND holder = %s AND token = %s` | renew; first statement of every write |
+| `UPDATE cortex_lease SET expires_at = now() WHERE actor = %s AND holder = %s AND token = %s` | `close()` releases the lease |
+| `BEGIN` / `COMMIT` / `ROLLBACK` | a write batch |
+| `BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY` | `view()` (ended by `ROLLBACK`) |
+| `INSERT INTO cortex_kv (actor, key, value) VALUES (%s, %s, %s), ... ON CONFLICT (actor, key) DO UPDATE SET value = excluded.value` | the puts of a batch, up to 1,000 rows a statement |
+| `DELETE FROM cortex_kv WHERE actor = %s AND key = ANY(%s)` | the deletes of a batch |
+| `SELECT value FROM cortex_kv WHERE actor = %s AND key = %s` | `get` |
+| `SELECT key, value FROM cortex_kv WHERE actor = %s AND key = ANY(%s)` | `multi_get` |
+| `SELECT value FROM cortex_kv WHERE actor = %s AND key >= %s [AND key < %s] ORDER BY key` | `scan_values` |
+| `SELECT key, value FROM cortex_kv WHERE actor = %s AND key >= %s (or >) [AND key < %s] ORDER BY key LIMIT 1000` | `scan_items`, page by page |
+| `SELECT key, value FROM cortex_kv WHERE actor = %s AND key >= %s AND key < %s (or <) ORDER BY key DESC LIMIT 1000` | `scan_items_backward`, page by page |
+| `SELECT key FROM cortex_kv WHERE actor = %s AND key >= %s [AND key < %s] ORDER BY key DESC LIMIT 1` | `last_key` |
+| `SET LOCAL lock_timeout = '10s'` and `SELECT token FROM cortex_lease WHERE actor = %s FOR UPDATE` | resolving a commit whose outcome is unknown |
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.rows import TupleRow
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ..errors import CorruptRecord, NotFound, ReadOnlyStore, StoreError, StoreLocked
+from ..records import META_JOURNAL
+from . import Batch
+
+Conn = psycopg.Connection[TupleRow]
+T = TypeVar("T")
+
+SCHEMA_VERSION = 1
+LEASE_SECONDS = 10.0  # how long a lease lasts without renewal
+RENEW_SECONDS = 3.0  # how often the open writer renews it
+POOL_SIZE = 4  # connections at most in the pool (one per reading thread at a time)
+CONNECT_TIMEOUT = 10  # seconds, unless the DSN says otherwise
+_PAGE = 1000  # rows per page of an item scan, and per INSERT statement of a batch
+_TXN_ATTEMPTS = 3  # a write the server rolled back (SQLSTATE class 40) is tried this often
+
+_DDL = (
+    "CREATE TABLE IF NOT EXISTS cortex_kv (actor text NOT NULL, key bytea NOT NULL, "
+    "value bytea NOT NULL, PRIMARY KEY (actor, key))",
+    "CREATE TABLE IF NOT EXISTS cortex_lease (actor text PRIMARY KEY, holder text NOT NULL, "
+    "expires_at timestamptz NOT NULL, token bigint NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS cortex_schema (name text PRIMARY KEY, version bigint NOT NULL)",
+    f"INSERT INTO cortex_schema (name, version) VALUES ('kv', {SCHEMA_VERSION}) ON CONFLICT (name) DO NOTHING",
+)
+_SCHEMA_VERSION = "SELECT version FROM cortex_schema WHERE name = 'kv'"
+_ACTOR_EXISTS = "SELECT 1 FROM cortex_kv WHERE actor = %s LIMIT 1"
+
+_TAKE_LEASE = (
+    "INSERT INTO cortex_lease (actor, holder, expires_at, token) VALUES (%s, %s, now() + %s, 1) "
+    "ON CONFLICT (actor) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at, "
+    "token = cortex_lease.token + 1 WHERE cortex_lease.expires_at <= now() RETURNING token"
+)
+_LEASE_HOLDER = "SELECT holder, expires_at, token FROM cortex_lease WHERE actor = %s"
+_RENEW_LEASE = "UPDATE cortex_lease SET expires_at = now() + %s WHERE actor = %s AND holder = %s AND token = %s"
+_RELEASE_LEASE = "UPDATE cortex_lease SET expires_at = now() WHERE actor = %s AND holder = %s AND token = %s"
+_LOCK_LEASE = "SELECT token FROM cortex_lease WHERE actor = %s FOR UPDATE"
+
+_BEGIN_VIEW = "BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+_DELETE = "DELETE FROM cortex_kv WHERE actor = %s AND key = ANY(%s)"
+_GET = "SELECT value FROM cortex_kv WHERE actor = %s AND key = %s"
+_MULTI_GET = "SELECT key, value FROM cortex_kv WHERE actor = %s AND key = ANY(%s)"
+
+
+def _upsert_sql(rows: int) -> str:
+    values = ", ".join(["(%s, %s, %s)"] * rows)
+    return (f"INSERT INTO cortex_kv (actor, key, value) VALUES {values} "
+            "ON CONFLICT (actor, key) DO UPDATE SET value = excluded.value")
+
+
+def _range_sql(columns: str, lower: str, upper: str | None, order: str, limit: int | None) -> str:
+    """`SELECT columns` of one actor's keys between two bounds; `lower` and `upper` are
+    the comparison operators (`>=`/`>`, `<`), `upper` None for no upper bound."""
+    sql = f"SELECT {columns} FROM cortex_kv WHERE actor = %s AND key {lower} %s"
+    if upper is not None:
+        sql += f" AND key {upper} %s"
+    sql += f" ORDER BY key {order}"
+    if limit is not None:
+        sql += f" LIMIT {limit}"
+    return sql
+
+
+def open_postgres(dsn: str, *, actor: str, read_only: bool, sync: bool,
+                  lease_seconds: float = LEASE_SECONDS, renew_seconds: float = RENEW_SECONDS,
+                  pool_size: int = POOL_SIZE) -> PostgresStorage:
+    """Open `actor`'s store in the database at `dsn`, as its writer or as a reader.
+
+    A writer creates the tables when the database has none and takes the actor's
+    lease (`StoreLocked` when another writer holds it). A reader writes nothing, and
+    needs the actor's store to exist (`NotFound`).
+    """
+    if not isinstance(actor, str) or not actor:
+        raise StoreError("a PostgreSQL store needs a non-empty actor name")
+    if renew_seconds >= lease_seconds:
+        raise StoreError(f"renew_seconds ({renew_seconds}) must be shorter than lease_seconds ({lease_seconds})")
+    del sync  # durability is the server's setting (see the module docstring)
+    return PostgresStorage(dsn, actor=actor, read_only=read_only, lease_seconds=lease_seconds,
+                           renew_seconds=renew_seconds, pool_size=pool_size)
+
+
+class PostgresStorage:
+    """One actor's store in a PostgreSQL database: its writer, or a reader of it."""
+
+    def __init__(self, dsn: str, *, actor: str, read_only: bool, lease_seconds: float,
+                 renew_seconds: float, pool_size: int) -> None:
+        self.location = _without_password(dsn)
+        self.read_only = read_only
+        self.live_reads = True  # every read sees the latest commit (no catch-up)
+        self.actor = actor
+        self._lease = timedelta(seconds=lease_seconds)
+        self._holder = f"{socket.gethostname()}/pid {os.getpid()}/{secrets.token_hex(4)}"
+        self._token = 0
+        self._local = threading.local()  # .view: the calling thread's open _View
+        self._stop = threading.Event()
+        self._renewer: threading.Thread | None = None
+        self._closed = False
+        kwargs: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in _conninfo(dsn):
+            kwargs["connect_timeout"] = CONNECT_TIMEOUT
+        try:
+            with psycopg.connect(dsn, **kwargs) as conn:
+                if read_only:
+                    self._check_store(conn)
+                else:
+                    self._create_schema(conn)
+                    self._token = self._take_lease(conn)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open {self.location} for actor {actor!r}: {_cause(exc)}") from None
+        self._pool: ConnectionPool[Conn] = ConnectionPool(
+            dsn, kwargs=kwargs, min_size=1, max_size=pool_size, open=True, name=f"cortex-{actor}")
+        if not read_only:
+            self._renewer = threading.Thread(target=self._renew_loop, args=(renew_seconds,),
+                                             name=f"cortex-lease-{actor}", daemon=True)
+            self._renewer.start()
+
+    # -- opening --------------------------------------------------------------------
+
+    def _schema_version(self, conn: Conn) -> int | None:
+        """The schema version row, or None when the tables do not exist."""
+        try:
+            row = conn.execute(_SCHEMA_VERSION).fetchone()
+        except psycopg.errors.UndefinedTable:
+            return None
+        return int(row[0]) if row else None
+
+    def _create_schema(self, conn: Conn) -> None:
+        version = self._schema_version(conn)
+        if version is None:
+            for attempt in range(2):
+                try:
+                    for statement in _DDL:
+                        conn.execute(statement)
+                    break
+                except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable,
+                        psycopg.errors.DuplicateObject):
+                    # Two first writers at once: PostgreSQL's IF NOT EXISTS can still
+                    # collide in its catalog; the second try sees the tables.
+                    if attempt == 1:
+                        raise
+            version = self._schema_version(conn)
+        self._check_version(version)
+
+    def _check_store(self, conn: Conn) -> None:
+        version = self._schema_version(conn)
+        if version is None:
+            raise NotFound(f"no cortex store in {self.location} (no cortex tables)")
+        self._check_version(version)
+        if conn.execute(_ACTOR_EXISTS, (self.actor,)).fetchone() is None:
+            raise NotFound(f"no cortex store for actor {self.actor!r} in {self.location}")
+
+    def _check_version(self, version: int | None) -> None:
+        if version != SCHEMA_VERSION:
+            raise StoreError(f"{self.location} holds cortex tables of schema version {version}; "
+                             f"this cortex reads version {SCHEMA_VERSION}")
+
+    def _take_lease(self, conn: Conn) -> int:
+        row = conn.execute(_TAKE_LEASE, (self.actor, self._holder, self._lease)).fetchone()
+        if row is not None:
+            return int(row[0])
+        held = conn.execute(_LEASE_HOLDER, (self.actor,)).fetchone()
+        holder, until = (held[0], held[1]) if held else ("another writer", None)
+        shown = f" (its lease runs until {until:%Y-%m-%d %H:%M:%S %Z})" if until is not None else ""
+        raise StoreLocked(f"actor {self.actor!r} in {self.location} is open for writing by {holder}{shown}; "
+                          'open it with mode="r" to read beside the writer')
+
+    # -- the lease ------------------------------------------------------------------
+
+    def _renew_loop(self, every: float) -> None:
+        """Renew the lease until `close()`; a failed renewal is tried again next time
+        (writes check the lease themselves, so a lost one cannot commit anyway)."""
+        while not self._stop.wait(every):
+            try:
+                with self._pool.connection() as conn:
+                    renewed = conn.execute(_RENEW_LEASE, (self._lease, self.actor, self._holder, self._token))
+                    if renewed.rowcount != 1:
+                        return  # taken over: the next write says so
+            except psycopg.Error:
+                continue
+
+    def _lease_lost(self, conn: Conn) -> StoreLocked:
+        held = conn.execute(_LEASE_HOLDER, (self.actor,)).fetchone()
+        now = f"{held[0]} (token {held[2]})" if held else "nobody"
+        return StoreLocked(f"lease lost: actor {self.actor!r} in {self.location} is now held by {now}, "
+                           f"not by this handle (token {self._token}); nothing of this write was committed")
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join()
+            try:
+                with self._pool.connection() as conn:
+                    conn.execute(_RELEASE_LEASE, (self.actor, self._holder, self._token))
+            except psycopg.Error:
+                pass  # the lease then lapses by itself
+        self._pool.close()
+
+    # -- reads ----------------------------------------------------------------------
+
+    def _read(self, what: str, run: Callable[[Conn], T]) -> T:
+        """Run `run(conn)` in the calling thread's view, or else on a pooled connection,
+        retrying once on a fresh connection when the first one was lost."""
+        view: _View | None = getattr(self._local, "view", None)
+        if view is not None:
+            return view.read(what, run)
+        try:
+            with self._pool.connection() as conn:
+                return run(conn)
+        except psycopg.Error as exc:
+            if not _lost(exc):
+                raise _failed(what, exc) from None
+            first = exc
+        self._pool.check()  # drop the connections that died with the first one
+        try:
+            with self._pool.connection() as conn:
+                return run(conn)
+        except psycopg.Error as exc:
+            raise _failed(what, exc, f"after a retry on a fresh connection (first: {_cause(first)})") from None
+
+    def get(self, key: bytes) -> bytes | None:
+        def run(conn: Conn) -> bytes | None:
+            row = conn.execute(_GET, (self.actor, key), binary=True).fetchone()
+            return bytes(row[0]) if row else None
+        return self._read(f"get of {key!r}", run)
+
+    def multi_get(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        if not keys:
+            return []
+
+        def run(conn: Conn) -> dict[bytes, bytes]:
+            rows = conn.execute(_MULTI_GET, (self.actor, list(keys)), binary=True).fetchall()
+            return {bytes(key): bytes(value) for key, value in rows}
+        found = self._read(f"multi_get of {len(keys)} keys from {keys[0]!r}", run)
+        return [found.get(key) for key in keys]
+
+    def write(self, puts: Batch) -> None:
+        if self.read_only:
+            raise ReadOnlyStore(f"actor {self.actor!r} in {self.location} was opened read-only")
+        if not puts:
+            return
+        upserts = [(key, value) for key, value in puts.items() if value is not None]
+        deletes = [key for key, value in puts.items() if value is None]
+        for attempt in range(_TXN_ATTEMPTS):
+            try:
+                self._write_once(upserts, deletes, puts.get(META_JOURNAL))
+                return
+            except _RolledBack as rolled_back:
+                if attempt == _TXN_ATTEMPTS - 1:
+                    raise StoreError(f"write of {len(puts)} keys not done: the server rolled it back "
+                                     f"{_TXN_ATTEMPTS} times ({_cause(rolled_back.cause)})") from None
+                time.sleep(0.01 * (attempt + 1))
+
+    def _write_once(self, upserts: list[tuple[bytes, bytes]], deletes: list[bytes], journal: bytes | None) -> None:
+        """One try of a batch as one transaction. Raises `_RolledBack` when the server
+        rolled it back (it may be tried again), `StoreLocked` when the lease is lost, and
+        `StoreError` when it failed; returns when it committed."""
+        count = len(upserts) + len(deletes)
+        try:
+            conn = self._pool.getconn()
+        except psycopg.Error as exc:
+            raise _failed(f"write of {count} keys", exc, "nothing was written") from None
+        committing = False
+        try:
+            conn.execute("BEGIN", prepare=False)
+            if conn.execute(_RENEW_LEASE, (self._lease, self.actor, self._holder, self._token)).rowcount != 1:
+                lost = self._lease_lost(conn)
+                conn.execute("ROLLBACK", prepare=False)
+                raise lost
+            for start in range(0, len(upserts), _PAGE):
+                chunk = upserts[start:start + _PAGE]
+                params: list[object] = []
+                for key, value in chunk:
+                    params += (self.actor, key, value)
+                conn.execute(_upsert_sql(len(chunk)), params)
+            if deletes:
+                conn.execute(_DELETE, (self.actor, deletes))
+            committing = True
+            conn.execute("COMMIT", prepare=False)
+        except psycopg.Error as exc:
+            if (exc.sqlstate or "").startswith("40"):
+                _rollback_quietly(conn)
+                raise _RolledBack(exc) from None
+            if committing and _lost(exc):
+                self._resolve_unknown_commit(journal, count, exc)
+                return
+            _rollback_quietly(conn)
+            raise _failed(f"write of {count} keys", exc, "nothing was written") from None
+        finally:
+            self._pool.putconn(conn)
+
+    def _resolve_unknown_commit(self, journal: bytes | None, count: int, exc: psycopg.Error) -> None:
+        """The connection died during COMMIT: find out whether the batch committed.
+
+        Every write transaction updates the lease row first, so taking that row's lock
+        waits until the lost transaction has ended, committed or not; then the journal
+        head says which. Returns when it committed; raises `StoreError` otherwise."""
+        cause = _cause(exc)
+        if journal is None:
+            raise StoreError(f"write of {count} keys: the connection was lost during COMMIT ({cause}) and the "
+                             "batch carries no journal head to check: whether it committed is unknown")
+        self._pool.check()
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                conn.execute("SET LOCAL lock_timeout = '10s'")
+                conn.execute(_LOCK_LEASE, (self.actor,))
+                row = conn.execute(_GET, (self.actor, META_JOURNAL), binary=True).fetchone()
+        except psycopg.Error as again:
+            raise StoreError(f"write of {count} keys: the connection was lost during COMMIT ({cause}) and the "
+                             f"journal head could not be read back ({_cause(again)}): whether it committed "
+                             "is unknown") from None
+        if row is not None and bytes(row[0]) == journal:
+            return
+        raise StoreError(f"write of {count} keys did not happen: the connection was lost during COMMIT "
+                         f"({cause}) and the journal head shows the batch was not committed")
+
+    def scan_values(self, prefix: bytes, key_of: Callable[[bytes], bytes] | None = None) -> list[bytes]:
+        """One range query (`key_of` is not needed: the server reports damage itself)."""
+        end = _end(prefix)
+        sql = _range_sql("value", ">=", None if end is None else "<", "ASC", None)
+        params = (self.actor, prefix) if end is None else (self.actor, prefix, end)
+
+        def run(conn: Conn) -> list[bytes]:
+            return [bytes(row[0]) for row in conn.execute(sql, params, binary=True).fetchall()]
+        return self._read(f"scan of {prefix!r}", run)
+
+    def scan_items(self, prefix: bytes, start: bytes | None = None) -> Iterator[tuple[bytes, bytes]]:
+        """Pages of `_PAGE` rows, each one query from where the last one ended; inside
+        a view all pages come from its snapshot."""
+        end = _end(prefix)
+        lower, bound = ">=", max(prefix, start) if start is not None else prefix
+        while True:
+            sql = _range_sql("key, value", lower, None if end is None else "<", "ASC", _PAGE)
+            params = (self.actor, bound) if end is None else (self.actor, bound, end)
+            page = self._read(f"scan of {prefix!r}", _fetch_items(sql, params))
+            yield from page
+            if len(page) < _PAGE:
+                return
+            lower, bound = ">", page[-1][0]
+
+    def scan_items_backward(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        bound = _end(prefix)
+        while True:
+            sql = _range_sql("key, value", ">=", None if bound is None else "<", "DESC", _PAGE)
+            params = (self.actor, prefix) if bound is None else (self.actor, prefix, bound)
+            page = self._read(f"backward scan of {prefix!r}", _fetch_items(sql, params))
+            yield from page
+            if len(page) < _PAGE:
+                return
+            bound = page[-1][0]
+
+    def last_key(self, prefix: bytes) -> bytes | None:
+        end = _end(prefix)
+        sql = _range_sql("key", ">=", None if end is None else "<", "DESC", 1)
+        params = (self.actor, prefix) if end is None else (self.actor, prefix, end)
+
+        def run(conn: Conn) -> bytes | None:
+            row = conn.execute(sql, params, binary=True).fetchone()
+            return bytes(row[0]) if row else None
+        return self._read(f"last key of {prefix!r}", run)
+
+    @contextmanager
+    def view(self) -> Iterator[None]:
+        """One read-only REPEATABLE READ transaction for the calling thread's reads in
+        the block (a view opened inside another uses the outer one)."""
+        if getattr(self._local, "view", None) is not None:
+            yield
+            return
+        view = _View(self._pool)
+        self._local.view = view
+        try:
+            yield
+        finally:
+            self._local.view = None
+            view.end()
+
+    def writer_moved(self) -> bool:
+        return False
+
+    def catch_up(self, reopen: bool = False) -> None:
+        return None
+
+    def all_items(self) -> dict[bytes, bytes]:
+        """Every key and value of the actor's store (tests and tools; small stores)."""
+        return dict(self.scan_items(b""))
+
+
+class _View:
+    """The connection and transaction of one `view()` block, begun at its first read."""
+
+    def __init__(self, pool: ConnectionPool[Conn]) -> None:
+        self._pool = pool
+        self._conn: Conn | None = None
+        self._snapshot_taken = False
+
+    def read(self, what: str, run: Callable[[Conn], T]) -> T:
+        try:
+            result = run(self._connection())
+        except psycopg.Error as exc:
+            if self._snapshot_taken and _lost(exc):
+                raise _failed(what, exc, "inside a read view, whose snapshot was lost with its connection") from None
+            if not _lost(exc):
+                raise _failed(what, exc) from None
+            first = exc
+        else:
+            self._snapshot_taken = True
+            return result
+        # No read of this view had succeeded, so there was no snapshot yet: a new
+        # transaction on a fresh connection loses nothing.
+        self.end()
+        self._pool.check()
+        try:
+            result = run(self._connection())
+        except psycopg.Error as exc:
+            raise _failed(what, exc, f"after a retry on a fresh connection (first: {_cause(first)})") from None
+        self._snapshot_taken = True
+        return result
+
+    def _connection(self) -> Conn:
+        if self._conn is None:
+            conn = self._pool.getconn()
+            try:
+                conn.execute(_BEGIN_VIEW, prepare=False)
+            except BaseException:
+                self._pool.putconn(conn)
+                raise
+            self._conn = conn
+        return self._conn
+
+    def end(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            _rollback_quietly(conn)
+            self._pool.putconn(conn)
+
+
+class _RolledBack(Exception):
+    """The server rolled a write transaction back (SQLSTATE class 40): safe to retry."""
+
+    def __init__(self, cause: psycopg.Error) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _fetch_items(sql: str, params: tuple[object, ...]) -> Callable[[Conn], list[tuple[bytes, bytes]]]:
+    def run(conn: Conn) -> list[tuple[bytes, bytes]]:
+        return [(bytes(key), bytes(value)) for key, value in conn.execute(sql, params, binary=True).fetchall()]
+    return run
+
+
+def _end(prefix: bytes) -> bytes | None:
+    """The smallest key above every key with `prefix`; None when there is none (a
+    prefix of only 0xff bytes, or the empty prefix: every key)."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+def _rollback_quietly(conn: Conn) -> None:
+    if conn.closed:
+        return
+    try:
+        conn.execute("ROLLBACK", prepare=False)
+    except psycopg.Error:
+        pass  # a broken connection: the pool drops it, the server rolls back
+
+
+def _lost(exc: psycopg.Error) -> bool:
+    """Whether the connection was lost: the client-side failures that carry no
+    SQLSTATE (the server never answered; a pool time-out aside), SQLSTATE class 08
+    (connection exception) and 57P01-57P03 (the server ended the session)."""
+    if isinstance(exc, PoolTimeout):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def _cause(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())[:300]
+    state = getattr(exc, "sqlstate", None)
+    return f"{type(exc).__name__}{f' [{state}]' if state else ''}: {text}"
+
+
+def _failed(what: str, exc: psycopg.Error, note: str = "") -> Exception:
+    """A psycopg failure as a cortex error naming what failed and why."""
+    if isinstance(exc, (psycopg.errors.DataCorrupted, psycopg.errors.IndexCorrupted)):
+        return CorruptRecord(what.encode(), f"PostgreSQL reports damaged data: {_cause(exc)}")
+    return StoreError(f"PostgreSQL {what} failed: {_cause(exc)}{f'; {note}' if note else ''}")
+
+
+def _conninfo(dsn: str) -> dict[str, Any]:
+    try:
+        return conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        raise StoreError(f"not a valid PostgreSQL connection string: {_cause(exc)}") from None
+
+
+def _without_password(dsn: str) -> str:
+    """The DSN as given, less any password (for `location` and messages)."""
+    if "://" not in dsn:
+        params = _conninfo(dsn)
+        params.pop("password", None)
+        return make_conninfo(**params)
+    parts = urlsplit(dsn)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        netloc = f"{userinfo.split(':', 1)[0]}@{host}"
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "password"])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

@@ -1,0 +1,381 @@
+"""The storage protocol, backend by backend: RocksDB and PostgreSQL side by side.
+
+The tests parametrised over both backends check what the engine relies on of any
+`Storage`; the PostgreSQL-only ones check what only a shared server has: isolation of a
+view from concurrent commits, actors sharing a database, the writer's lease, readers
+that never write, and connection loss (through a proxy that cuts connections).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import psycopg
+import pytest
+
+import cortex
+from cortex.records import META_JOURNAL
+from cortex.storage.postgres import PostgresStorage, open_postgres
+from cortex.storage.rocksdb import open_rocksdb
+from pgfixture import pg_actor, pg_dsn  # noqa: F401  (until conftest registers the plugin)
+from pgproxy import FaultProxy, dsn_via
+
+Opener = Callable[..., object]
+
+
+@pytest.fixture(params=["rocksdb", "postgresql"])
+def opener(request: pytest.FixtureRequest, tmp_path) -> Iterator[Callable[..., object]]:
+    """`opener(name="s", read_only=False)`: a storage of the parametrised backend; stores
+    of different names are different stores. Everything opened is closed afterwards."""
+    opened: list[object] = []
+    if request.param == "rocksdb":
+        def open_(name: str = "s", read_only: bool = False) -> object:
+            storage = open_rocksdb(str(tmp_path / name), read_only=read_only, cache_mb=8, sync=False)
+            opened.append(storage)
+            return storage
+    else:
+        dsn = request.getfixturevalue("pg_dsn")
+        actor = request.getfixturevalue("pg_actor")
+
+        def open_(name: str = "s", read_only: bool = False) -> object:
+            storage = open_postgres(dsn, actor=f"{actor}/{name}", read_only=read_only, sync=False)
+            opened.append(storage)
+            return storage
+    yield open_
+    for storage in reversed(opened):
+        storage.close()  # type: ignore[attr-defined]
+
+
+def journal_batch(puts: dict[bytes, bytes | None], head: bytes) -> dict[bytes, bytes | None]:
+    """A batch as the engine writes them: with the journal head."""
+    return {**puts, META_JOURNAL: head}
+
+
+# -- both backends ---------------------------------------------------------------
+
+
+def test_get_multi_get_and_deletes(opener) -> None:
+    s = opener()
+    s.write({b"k/1": b"one", b"k/2": b"\x00two\xff", b"k/3": b""})
+    assert s.get(b"k/1") == b"one"
+    assert s.get(b"k/3") == b""
+    assert s.get(b"k/4") is None
+    assert s.multi_get([b"k/3", b"k/4", b"k/2", b"k/1", b"k/2"]) == [b"", None, b"\x00two\xff", b"one", b"\x00two\xff"]
+    assert s.multi_get([]) == []
+    s.write({b"k/1": None, b"k/2": b"2", b"k/9": None})  # deletes and puts in one batch
+    assert s.multi_get([b"k/1", b"k/2", b"k/3"]) == [None, b"2", b""]
+
+
+def test_values_survive_a_reopen_byte_for_byte(opener) -> None:
+    values = {bytes([0, i]) + b"/k": bytes(range(i)) * 3 for i in range(256)}
+    s = opener()
+    s.write(values)
+    s.close()
+    again = opener()
+    assert dict(again.scan_items(b"\x00")) == values
+
+
+# Every key of 1 to 3 bytes over an alphabet with the edge bytes, and every prefix of
+# 0 to 3 bytes over it: scans are checked exhaustively against a sorted list.
+ALPHABET = (b"\x00", b"a", b"\xfe", b"\xff")
+KEYS = sorted(b"".join(p) for n in (1, 2, 3) for p in itertools.product(ALPHABET, repeat=n))
+PREFIXES = [b"".join(p) for n in (1, 2, 3) for p in itertools.product(ALPHABET, repeat=n)]
+
+
+def test_scans_are_bounded_to_their_prefix_in_byte_order(opener) -> None:
+    s = opener()
+    s.write({key: b"v" + key for key in KEYS})
+    for prefix in PREFIXES:
+        if not prefix.rstrip(b"\xff"):
+            continue  # a prefix of only 0xff bytes: RocksDB's scans need an end (PostgreSQL's below)
+        want = [key for key in KEYS if key.startswith(prefix)]
+        assert s.scan_values(prefix) == [b"v" + key for key in want], prefix
+        assert [k for k, _ in s.scan_items(prefix)] == want, prefix
+        assert [k for k, _ in s.scan_items_backward(prefix)] == want[::-1], prefix
+        assert s.last_key(prefix) == (want[-1] if want else None), prefix
+        start = prefix + b"a"
+        assert [k for k, _ in s.scan_items(prefix, start)] == [k for k in want if k >= start], prefix
+
+
+def test_long_scans_forward_and_backward(opener) -> None:
+    # More rows than one page of the PostgreSQL backend (1,000), with neighbours.
+    keys = [b"j/" + i.to_bytes(8, "big") for i in range(2500)]
+    s = opener()
+    s.write({key: key[-3:] for key in keys} | {b"i/x": b"before", b"j0": b"after"})
+    assert [k for k, _ in s.scan_items(b"j/")] == keys
+    assert [k for k, _ in s.scan_items_backward(b"j/")] == keys[::-1]
+    assert [k for k, _ in s.scan_items(b"j/", keys[1700])] == keys[1700:]
+    assert s.scan_values(b"j/") == [key[-3:] for key in keys]
+    assert s.last_key(b"j/") == keys[-1]
+
+
+def test_an_empty_store_scans_nothing(opener) -> None:
+    s = opener()
+    assert s.scan_values(b"m/") == []
+    assert list(s.scan_items(b"m/")) == []
+    assert list(s.scan_items_backward(b"m/")) == []
+    assert s.last_key(b"m/") is None
+    with s.view():
+        assert s.get(b"m/x") is None
+    assert s.writer_moved() is False
+
+
+def test_a_second_writer_gets_store_locked(opener) -> None:
+    opener()
+    with pytest.raises(cortex.StoreLocked, match='mode="r"'):
+        opener()
+
+
+def test_a_closed_writer_can_be_replaced_at_once(opener) -> None:
+    first = opener()
+    first.write({b"k": b"1"})
+    first.close()
+    first.close()  # idempotent
+    second = opener()
+    second.write({b"k": b"2"})
+    assert second.get(b"k") == b"2"
+
+
+def test_a_reader_sees_the_writers_commits(opener) -> None:
+    writer = opener()
+    writer.write({b"k": b"1"})
+    reader = opener(read_only=True)
+    assert reader.read_only and not writer.read_only
+    writer.write({b"k": b"2"})
+    if reader.writer_moved():
+        reader.catch_up()
+    assert reader.get(b"k") == b"2"
+
+
+def test_a_reader_of_no_store_is_not_found(opener) -> None:
+    with pytest.raises(cortex.NotFound):
+        opener("nothing-here", read_only=True)
+
+
+# -- PostgreSQL only --------------------------------------------------------------
+
+
+@pytest.fixture
+def pg(pg_dsn: str, pg_actor: str) -> Iterator[Callable[..., PostgresStorage]]:
+    """`pg(actor_suffix="", **kwargs)`: open_postgres on the test server; closed afterwards."""
+    opened: list[PostgresStorage] = []
+
+    def open_(suffix: str = "", dsn: str = pg_dsn, read_only: bool = False, **kwargs: float) -> PostgresStorage:
+        storage = open_postgres(dsn, actor=pg_actor + suffix, read_only=read_only, sync=False, **kwargs)
+        opened.append(storage)
+        return storage
+    yield open_
+    for storage in reversed(opened):
+        storage.close()
+
+
+def sql(dsn: str, statement: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        cur = conn.execute(statement, params)
+        return cur.fetchall() if cur.description else []
+
+
+def test_pg_scans_of_all_ff_prefixes_and_of_everything(pg) -> None:
+    s = pg()
+    s.write({key: key for key in KEYS})
+    for prefix in (b"\xff", b"\xff\xff", b"\xff\xff\xff"):
+        want = [key for key in KEYS if key.startswith(prefix)]
+        assert [k for k, _ in s.scan_items(prefix)] == want
+        assert [k for k, _ in s.scan_items_backward(prefix)] == want[::-1]
+        assert s.scan_values(prefix) == want
+        assert s.last_key(prefix) == want[-1]
+    assert list(s.all_items()) == KEYS
+
+
+def test_pg_a_view_does_not_see_a_commit_made_after_it_began(pg) -> None:
+    s = pg()
+    s.write({b"a": b"1", b"b": b"1"})
+    other_thread: list[bytes | None] = []
+    with s.view():
+        assert s.get(b"a") == b"1"  # the snapshot is taken here
+        s.write({b"a": b"2", b"b": b"2", b"c": b"2"})
+        assert s.get(b"a") == b"1"
+        assert s.multi_get([b"b", b"c"]) == [b"1", None]
+        assert [k for k, _ in s.scan_items(b"")] == [b"a", b"b"]
+        assert s.last_key(b"") == b"b"
+        with s.view():  # nested: the same snapshot
+            assert s.get(b"b") == b"1"
+        # The view is the calling thread's: another thread sees the latest commit.
+        worker = threading.Thread(target=lambda: other_thread.append(s.get(b"c")))
+        worker.start()
+        worker.join()
+    assert other_thread == [b"2"]
+    assert s.multi_get([b"a", b"b", b"c"]) == [b"2", b"2", b"2"]
+
+
+def test_pg_actors_in_one_database_never_see_each_other(pg) -> None:
+    one, two = pg("/one"), pg("/two")
+    one.write({b"m/1": b"one's", b"m/2": b"one's"})
+    two.write({b"m/1": b"two's", b"z": b"two's"})
+    assert one.get(b"m/1") == b"one's" and two.get(b"m/1") == b"two's"
+    assert one.multi_get([b"m/2", b"z"]) == [b"one's", None]
+    assert dict(one.scan_items(b"")) == {b"m/1": b"one's", b"m/2": b"one's"}
+    assert [k for k, _ in two.scan_items_backward(b"")] == [b"z", b"m/1"]
+    assert one.last_key(b"") == b"m/2"
+    two.write({b"m/1": None})
+    assert one.get(b"m/1") == b"one's"
+
+
+def test_pg_store_locked_names_the_holder(pg, pg_dsn: str, pg_actor: str) -> None:
+    pg()
+    holder = sql(pg_dsn, "SELECT holder FROM cortex_lease WHERE actor = %s", (pg_actor,))[0][0]
+    with pytest.raises(cortex.StoreLocked) as raised:
+        pg()
+    assert str(holder) in str(raised.value) and "pid" in str(raised.value)
+
+
+def test_pg_a_writer_whose_lease_was_taken_over_commits_nothing(pg, pg_dsn: str, pg_actor: str) -> None:
+    paused = pg()
+    paused.write({b"k": b"before"})
+    # The writer pauses past its lease (expired by hand), and another takes over.
+    sql(pg_dsn, "UPDATE cortex_lease SET expires_at = now() - interval '1 second' WHERE actor = %s", (pg_actor,))
+    successor = pg()
+    tokens = sql(pg_dsn, "SELECT token FROM cortex_lease WHERE actor = %s", (pg_actor,))
+    assert tokens == [(2,)]
+    with pytest.raises(cortex.StoreLocked, match="lease lost"):
+        paused.write({b"k": b"lost", b"other": b"lost", b"gone": None})
+    assert successor.multi_get([b"k", b"other"]) == [b"before", None]
+    successor.write({b"k": b"after"})
+    assert successor.get(b"k") == b"after"
+    paused.close()  # releases nothing of the successor's
+    third_try = sql(pg_dsn, "SELECT expires_at > now() FROM cortex_lease WHERE actor = %s", (pg_actor,))
+    assert third_try == [(True,)]
+
+
+def test_pg_the_lease_is_renewed_while_open(pg) -> None:
+    pg(lease_seconds=0.6, renew_seconds=0.1)
+    time.sleep(1.0)
+    with pytest.raises(cortex.StoreLocked):
+        pg(lease_seconds=0.6, renew_seconds=0.1)
+
+
+def test_pg_close_releases_the_lease(pg, pg_dsn: str, pg_actor: str) -> None:
+    first = pg()
+    first.close()
+    second = pg()
+    assert sql(pg_dsn, "SELECT token FROM cortex_lease WHERE actor = %s", (pg_actor,)) == [(2,)]
+    second.write({b"k": b"v"})
+
+
+def test_pg_a_failed_batch_commits_none_of_its_statements(pg) -> None:
+    s = pg()
+    s.write({b"k": b"old"})
+    batch: dict[bytes, object] = {b"k": b"new"}
+    batch.update({b"n/" + i.to_bytes(4, "big"): b"x" for i in range(1500)})  # two INSERT statements
+    batch[b"n/\xff"] = 7  # not bytes: the second statement fails on the server
+    with pytest.raises(cortex.StoreError, match="nothing was written"):
+        s.write(batch)  # type: ignore[arg-type]
+    assert s.get(b"k") == b"old"
+    assert s.scan_values(b"n/") == []
+
+
+def test_pg_a_reader_never_writes(pg, pg_dsn: str, pg_actor: str) -> None:
+    writer = pg()
+    writer.write({b"k": b"v"})
+    writer.close()
+    lease_before = sql(pg_dsn, "SELECT holder, expires_at, token FROM cortex_lease WHERE actor = %s", (pg_actor,))
+    # A role that may only read: any write the reader tried would fail.
+    sql(pg_dsn, "DROP ROLE IF EXISTS cortex_reader")
+    sql(pg_dsn, "CREATE ROLE cortex_reader LOGIN")
+    sql(pg_dsn, "GRANT SELECT ON cortex_kv, cortex_lease, cortex_schema TO cortex_reader")
+    reader_dsn = pg_dsn.replace("//cortex@", "//cortex_reader@")
+    reader = pg(dsn=reader_dsn, read_only=True)
+    with reader.view():
+        assert reader.get(b"k") == b"v"
+    assert list(reader.scan_items(b"")) == [(b"k", b"v")]
+    with pytest.raises(cortex.ReadOnlyStore):
+        reader.write({b"k": b"w"})
+    reader.close()
+    assert sql(pg_dsn, "SELECT holder, expires_at, token FROM cortex_lease WHERE actor = %s", (pg_actor,)) == lease_before
+    # A writer can open beside readers at once.
+    pg().write({b"k": b"w"})
+
+
+def test_pg_a_reader_of_a_database_without_tables_is_not_found(pg_dsn: str) -> None:
+    sql(pg_dsn, "DROP DATABASE IF EXISTS cortex_empty")
+    sql(pg_dsn, "CREATE DATABASE cortex_empty")
+    with pytest.raises(cortex.NotFound, match="no cortex tables"):
+        open_postgres(pg_dsn.rsplit("/", 1)[0] + "/cortex_empty", actor="a", read_only=True, sync=False)
+
+
+def test_pg_location_hides_the_password(pg_dsn: str) -> None:
+    server, _ = pg_dsn.replace("//cortex@", "//cortex:s3cret@").rsplit("/", 1)
+    with pytest.raises(cortex.StoreError) as raised:
+        open_postgres(server + "/no_such_db", actor="a", read_only=False, sync=False)
+    assert "s3cret" not in str(raised.value) and "no_such_db" in str(raised.value)
+
+
+# -- connection loss ---------------------------------------------------------------
+
+
+@pytest.fixture
+def proxy(pg_dsn: str) -> Iterator[FaultProxy]:
+    port = int(pg_dsn.rsplit(":", 1)[1].split("/")[0])
+    fault = FaultProxy(port)
+    yield fault
+    fault.close()
+
+
+def test_pg_reads_retry_once_on_a_fresh_connection(pg, pg_dsn: str, proxy: FaultProxy) -> None:
+    s = pg(dsn=dsn_via(pg_dsn, proxy.port))
+    s.write({b"k": b"v", b"l": b"w"})
+    with s.view():  # after its first read, a view's connection holds its snapshot
+        assert s.get(b"k") == b"v"
+        proxy.drop_all()
+        with pytest.raises(cortex.StoreError, match="snapshot was lost"):
+            s.scan_values(b"")
+    assert s.get(b"k") == b"v"  # outside a view: retried
+    proxy.drop_all()
+    with s.view():  # the first read of a view has no snapshot to lose yet: retried
+        assert s.multi_get([b"k", b"l"]) == [b"v", b"w"]
+        proxy.drop_all()
+        with pytest.raises(cortex.StoreError, match="snapshot was lost"):
+            s.get(b"k")
+    assert s.scan_values(b"") == [b"v", b"w"]
+
+
+def test_pg_a_commit_that_happened_but_was_not_acknowledged_counts(pg, pg_dsn: str, proxy: FaultProxy) -> None:
+    s = pg(dsn=dsn_via(pg_dsn, proxy.port))
+    s.write(journal_batch({b"k": b"1"}, b"head-1"))
+    proxy.cut_at_commit("after")
+    s.write(journal_batch({b"k": b"2", b"n": b"2"}, b"head-2"))  # resolved: it committed
+    assert proxy.commits_cut == 1
+    assert s.multi_get([b"k", b"n", META_JOURNAL]) == [b"2", b"2", b"head-2"]
+    s.write(journal_batch({b"k": b"3"}, b"head-3"))  # the handle goes on writing
+    assert s.get(b"k") == b"3"
+
+
+def test_pg_a_commit_that_arrived_late_is_waited_for(pg, pg_dsn: str, proxy: FaultProxy) -> None:
+    # The lost transaction still holds the lease row when the writer asks what became
+    # of it: the answer waits until the late COMMIT has landed.
+    s = pg(dsn=dsn_via(pg_dsn, proxy.port))
+    proxy.cut_at_commit("late")
+    s.write(journal_batch({b"k": b"late"}, b"head-late"))
+    assert s.multi_get([b"k", META_JOURNAL]) == [b"late", b"head-late"]
+
+
+def test_pg_a_commit_that_never_arrived_did_not_happen(pg, pg_dsn: str, proxy: FaultProxy) -> None:
+    s = pg(dsn=dsn_via(pg_dsn, proxy.port))
+    s.write(journal_batch({b"k": b"1"}, b"head-1"))
+    proxy.cut_at_commit("before")
+    with pytest.raises(cortex.StoreError, match="did not happen"):
+        s.write(journal_batch({b"k": b"2", b"n": b"2"}, b"head-2"))
+    assert proxy.commits_cut == 1
+    assert s.multi_get([b"k", b"n", META_JOURNAL]) == [b"1", None, b"head-1"]
+    s.write(journal_batch({b"k": b"3"}, b"head-3"))
+    assert s.get(b"k") == b"3"
+
+
+def test_pg_a_lost_commit_without_a_journal_head_is_reported_unknown(pg, pg_dsn: str, proxy: FaultProxy) -> None:
+    s = pg(dsn=dsn_via(pg_dsn, proxy.port))
+    proxy.cut_at_commit("after")
+    with pytest.raises(cortex.StoreError, match="unknown"):
+        s.write({b"k": b"1"})
