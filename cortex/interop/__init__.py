@@ -1,0 +1,41 @@
+"""Interop: moving memory between cortex and other systems (DESIGN §9).
+
+One module per format, each a set of plain functions over public objects (a
+`cortex.Bundle`, a store handle, plain dicts); the `Bundle` and `Cortex` methods
+of the same names delegate to them:
+
+* `hmx_pack`: an HMX-1.0 Context Pack (HMX-C, seed 000) from a bundle;
+* `context_pack`: SecondBrain's ContextPackV2 (seed 002) from a bundle;
+* `ledger`: the replay record of one `context()` call, with its snapshot hash;
+* `hmx_events`: HMX-1.0 events (HMX-E, seed 001) ingested as memories;
+* `fingerprint`: HMX-1.0 fingerprints (HMX-F, seed 003), export and import;
+* `canonical`: the canonical JSON and SHA-256 rules all of them hash with;
+* `memory_json`: one memory as JSON (CLI and MCP); `jsonl`: the full export.
+
+The store side is typed with `InteropStore`, the few methods of `cortex.Cortex`
+these modules call, so that interop depends on the public handle's shape and never
+imports the module that implements it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from cortex import Memory, Write
+
+
+class InteropStore(Protocol):
+    """The methods of `cortex.Cortex` the interop modules call."""
+
+    def write_many(self, items: Iterable[Write]) -> list[str]: ...
+
+    def find(self, type: Any = None, tags: Iterable[str] = (), *, limit: int | None = None,
+             include_tombstoned: bool = False) -> list[Memory]: ...
+
+    def memories(self, include_tombstoned: bool = False) -> Iterator[Memory]: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    def root(self) -> str: ...
