@@ -1,0 +1,181 @@
+"""SecondBrain's ContextPackV2 (seed 002) built from a `cortex.Bundle`.
+
+    pack = context_pack.build(bundle, intent="renew the GPU reservation")
+
+Every field of DESIGN §9's table is present (lists may be empty). The pack is a
+pure function of the bundle and the intent: `created_at` is the call's `now`, so a
+call with a fixed `now` on the same state gives the same bytes; `pack_id` is
+`"cp-"` and the first 32 hex digits of the SHA-256 of the canonical JSON of the
+pack without `pack_id`.
+
+Where each field comes from (only the bundle's survivors; texts are the bundle's
+renderings in its form):
+
+* `constraints`: every Constraint, hard first, then firm, then soft; inside a
+  strength by score descending, id ascending. `policy_controls` holds the hard
+  ones again as `{"hard_constraints": [...], "budget_tokens": <the call's budget>}`.
+* `preferences`: every Preference. `allowed_actions`: every Capability.
+* `durable_facts`: every pinned memory, then every other Fact, Belief, Capability
+  and Pattern; `evidence_refs` is the memory URI, then a Belief's evidence_for or a
+  Pattern's derived_from; `provenance` the memory's source.
+* `relevant_facts`: the frame-relevant survivors not in `durable_facts` that are
+  not Events; `evidence`: the frame-relevant Events. Both with `path` = URI and
+  `anchor` = the first of the memory's frames that the call asked for, as
+  `verb:kind:ref`.
+* `prior_decisions`: the outcomes tier (Events), in bundle order: `title` is the
+  rendering, `rationale` the Event's summary, `source_path` the URI.
+* `episode_state`: every Event survivor (outcomes and frame-relevant), newest first
+  (`created_at` descending, id ascending).
+* `open_loops`: active Goals; `success_criteria`: their criteria, first seen first.
+* `conflicts`: Beliefs whose stance is "doubt" or "suspect" or that have
+  evidence_against.
+* `suggested_plan`: one step per Pattern survivor (in score order): title = its
+  statement, tool_requirements = the refs of its `tool` frames, risk_level from its
+  strength (>= 0.7 low, >= 0.4 medium, else high), no dependencies.
+* Lists ordered by score descending, id ascending unless said otherwise;
+  `pack_strategy` "memory_first", `routing_hints` null, `web_mode` "off",
+  `functional_state` null.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import cortex
+
+from .canonical import JSONDict, content_hash
+
+if TYPE_CHECKING:
+    from cortex import Bundle, Memory
+
+__all__ = ["build", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = "context_pack.v2"
+
+_STRENGTH_ORDER = {"hard": 0, "firm": 1, "soft": 2}
+_DURABLE_TYPES = ("Fact", "Belief", "Capability", "Pattern")
+
+
+def build(bundle: Bundle, intent: str) -> JSONDict:
+    """The ContextPackV2 of `bundle` for `intent` (see the module docstring)."""
+    if not isinstance(intent, str):
+        raise cortex.ValidationError("intent", f"must be a string, not {type(intent).__name__}", intent)
+    view = _View(bundle)
+    survivors = view.by_score(bundle.memories())
+    pinned_ids = {m.id for m in bundle.pinned}
+    durable = list(bundle.pinned) + [m for m in survivors if m.id not in pinned_ids and m.type.type_name in _DURABLE_TYPES]
+    durable_ids = {m.id for m in durable}
+    frame_relevant = [m for m in view.by_score(bundle.frame_relevant) if m.id not in durable_ids]
+    constraints = sorted(
+        ((m, m.data) for m in survivors if isinstance(m.data, cortex.Constraint)),
+        key=lambda pair: (_STRENGTH_ORDER[pair[1].strength], -view.score(pair[0]), pair[0].id),
+    )
+    goals = [(m, m.data) for m in survivors if isinstance(m.data, cortex.Goal) and m.data.status == "active"]
+    newest_first = sorted(sorted(bundle.memories(), key=lambda m: m.id), key=lambda m: m.created_at, reverse=True)
+    pack: JSONDict = {
+        "schema_version": SCHEMA_VERSION,
+        "created_at": bundle.request["now"],
+        "intent": intent,
+        "constraints": [view.text(m) for m, _ in constraints],
+        "preferences": [view.text(m) for m in survivors if isinstance(m.data, cortex.Preference)],
+        "durable_facts": [
+            {
+                "memory_id": m.id,
+                "category": m.type.type_name,
+                "text": view.text(m),
+                "score": view.score(m),
+                "evidence_refs": [m.uri, *_evidence(m)],
+                "provenance": m.source,
+            }
+            for m in durable
+        ],
+        "relevant_facts": [view.anchored(m) for m in frame_relevant if not isinstance(m.data, cortex.Event)],
+        "evidence": [view.anchored(m) for m in frame_relevant if isinstance(m.data, cortex.Event)],
+        "prior_decisions": [
+            {
+                "decision_id": m.id,
+                "title": view.text(m),
+                "rationale": m.data.summary if isinstance(m.data, cortex.Event) else None,
+                "source_path": m.uri,
+            }
+            for m in bundle.outcomes
+        ],
+        "open_loops": [view.text(m) for m, _ in goals],
+        "episode_state": [
+            {"episode_id": m.id, "summary": view.text(m), "score": view.score(m)}
+            for m in newest_first
+            if isinstance(m.data, cortex.Event)
+        ],
+        "conflicts": [
+            {"artifact_id": m.id, "text": view.text(m), "score": view.score(m)}
+            for m in survivors
+            if isinstance(m.data, cortex.Belief) and (m.data.stance in ("doubt", "suspect") or m.data.evidence_against)
+        ],
+        "pack_strategy": "memory_first",
+        "suggested_plan": _plan(survivors),
+        "allowed_actions": [view.text(m) for m in survivors if isinstance(m.data, cortex.Capability)],
+        "success_criteria": list(dict.fromkeys(criterion for _, goal in goals for criterion in goal.success_criteria)),
+        "policy_controls": {
+            "hard_constraints": [view.text(m) for m, data in constraints if data.strength == "hard"],
+            "budget_tokens": int(bundle.request["budget_tokens"]),
+        },
+        "routing_hints": None,
+        "web_mode": "off",
+        "functional_state": None,
+    }
+    pack["pack_id"] = "cp-" + content_hash(pack)[:32]
+    return pack
+
+
+def _plan(survivors: Sequence[Memory]) -> list[JSONDict]:
+    """One step per Pattern survivor, in the order given."""
+    steps: list[JSONDict] = []
+    for m in survivors:
+        data = m.data
+        if isinstance(data, cortex.Pattern):
+            steps.append({
+                "step_id": f"step-{len(steps) + 1}",
+                "title": data.statement,
+                "dependencies": [],
+                "tool_requirements": sorted({f.ref for f in m.frames if f.kind is cortex.ObjKind.TOOL}),
+                "risk_level": "low" if data.strength >= 0.7 else "medium" if data.strength >= 0.4 else "high",
+            })
+    return steps
+
+
+class _View:
+    """The bundle's score and rendering of a survivor, and its anchor frame."""
+
+    def __init__(self, bundle: Bundle) -> None:
+        self._bundle = bundle
+        self._asked = {(bundle.request["verb"], kind, ref) for kind, ref in bundle.request["objects"]}
+
+    def score(self, m: Memory) -> float:
+        return float(self._bundle.scores[m.id])
+
+    def text(self, m: Memory) -> str:
+        return self._bundle.rendered[m.id]
+
+    def by_score(self, memories: Sequence[Memory]) -> list[Memory]:
+        return sorted(memories, key=lambda m: (-self.score(m), m.id))
+
+    def anchored(self, m: Memory) -> JSONDict:
+        frames = [f"{f.verb.name.lower()}:{f.kind.name.lower()}:{f.ref}" for f in m.frames
+                  if (f.verb.name.lower(), f.kind.name.lower(), f.ref) in self._asked]
+        return {
+            "path": m.uri,
+            "anchor": frames[0] if frames else "",
+            "text": self.text(m),
+            "score": self.score(m),
+            "provenance": m.source,
+        }
+
+
+def _evidence(m: Memory) -> tuple[str, ...]:
+    data = m.data
+    if isinstance(data, cortex.Belief):
+        return data.evidence_for
+    if isinstance(data, cortex.Pattern):
+        return data.derived_from
+    return ()
