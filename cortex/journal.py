@@ -17,7 +17,7 @@ longer ends at the root.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .model import MAX_IMPORTANCE
@@ -109,19 +109,22 @@ class HeadFacts:
     frames: list[list[Any]]
     expires: int | None
     tombstoned: bool = False
+    version_times: list[int] = field(default_factory=list)  # when each version was written
 
 
 def note(facts: dict[bytes, HeadFacts], entry: Entry) -> None:
     """Fold one (well-formed) entry into the per-memory facts."""
     p = entry.payload
     if entry.kind == "write":
-        facts[p["id"]] = HeadFacts(p["type"], 1, entry.at, entry.at, p["importance"], p["tags"], p["frames"], p["expires"])
+        facts[p["id"]] = HeadFacts(p["type"], 1, entry.at, entry.at, p["importance"], p["tags"], p["frames"], p["expires"],
+                                   version_times=[entry.at])
         return
     f = facts.get(p.get("id", b""))
     if f is None:
         return
     if entry.kind == "update":
         f.version, f.updated = p["version"], entry.at
+        f.version_times.append(entry.at)
     elif entry.kind == "update_head":
         if p.get("importance") is not None:
             f.importance = p["importance"]

@@ -8,6 +8,7 @@ derived key, with what is stored; `rebuild()` writes it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from . import index
@@ -105,7 +106,7 @@ def expected_derived(e: Engine, scores: dict[bytes, Score], facts: dict[bytes, H
             problems.append(f"{_show(key)}: memory has no journal entry")
             continue
         mismatch = _head_mismatch(head, fact)
-        current = None
+        versions: dict[int, Version] = {}
         for number in range(1, head.version + 1):
             vkey = version_key(raw_id, number)
             vraw = e.storage.get(vkey)
@@ -119,10 +120,23 @@ def expected_derived(e: Engine, scores: dict[bytes, Score], facts: dict[bytes, H
                 continue
             if version.content_hash != content_hash(version.data.to_record()):
                 problems.append(f"{_show(vkey)}: content hash mismatch")
-            elif number == head.version:
-                current = version
-        if current is not None and not mismatch:
-            mismatch = _head_mismatch_version(head, current)
+                continue
+            wrong = _version_mismatch(e, fact, number, version)
+            if wrong:
+                problems.append(f"{_show(vkey)}: version disagrees with {wrong}")
+                continue
+            versions[number] = version
+        current = versions.get(head.version)
+        if current is not None:
+            # A memory's confidence and source never change: every older version holds
+            # the current one's.
+            for number, older in sorted(versions.items()):
+                if (older.confidence, older.source) != (current.confidence, current.source):
+                    problems.append(f"{_show(version_key(raw_id, number))}: version disagrees with its current version (confidence or source)")
+            if not mismatch:
+                mismatch = _head_mismatch_version(head, current)
+                if mismatch:
+                    mismatch += f" {_show(version_key(raw_id, head.version))}"
         if mismatch:
             problems.append(f"{_show(key)}: head disagrees with {mismatch}")
             continue
@@ -205,6 +219,22 @@ def _head_mismatch(head: Head, fact: HeadFacts) -> str | None:
         ("expires", head.expires, fact.expires), ("tombstone", head.tombstone is not None, fact.tombstoned),
     )
     return next((f"the journal ({name})" for name, have, want in checks if have != want), None)
+
+
+def _version_mismatch(e: Engine, fact: HeadFacts, number: int, version: Version) -> str | None:
+    """The first field of a version record that differs from its recomputation: when
+    it was written (the journal), by whom (the store's actor), and the token counts
+    of its stored short and medium text. (The form texts themselves and the full
+    form's count follow the templates of the cortex that wrote them, so they are
+    checked only against the head, for the current version.)"""
+    times = fact.version_times
+    checks: tuple[tuple[str, Callable[[], object], object], ...] = (
+        ("the journal (created)", lambda: version.created, times[number - 1] if number <= len(times) else None),
+        ("the store (created_by)", lambda: version.created_by, e.actor),
+        ("its short text (tokens)", lambda: e.tokenizer.count(version.forms[0]), version.tokens[0]),
+        ("its medium text (tokens)", lambda: e.tokenizer.count(version.forms[1]), version.tokens[1]),
+    )
+    return next((name for name, have, want in checks if have() != want), None)
 
 
 def _head_mismatch_version(head: Head, version: Version) -> str | None:
