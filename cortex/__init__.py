@@ -32,6 +32,7 @@ from .model import (
     Verb,
 )
 from .salience import Score, Weights
+from .salience.score import FACTUAL_ERROR, WRONG_ASSUMPTION
 
 __version__ = "0.1.0"
 
@@ -59,5 +60,7 @@ __all__ = [
     "Verb",
     "ObjKind",
     "Tier",
+    "FACTUAL_ERROR",
+    "WRONG_ASSUMPTION",
     *_errors,
 ]

@@ -130,6 +130,68 @@ def test_attest_success_adds_one_citation_and_one_access(sal_store, sal_clock):
     assert (c.salience(b).citations, c.salience(b).access_count) == (1, 1)
 
 
+def test_a_successful_attest_is_a_use_it_sets_last_used(sal_store, sal_clock):
+    # DESIGN §5: a citation is a use, so last_used moves to the attest time.
+    c = sal_store
+    uri = c.write(sal_fact(1), importance=3)
+    written_at = c.salience(uri).last_used
+    sal_clock.advance(10 * SAL_DAY)
+    c.attest([uri], "success")
+    assert c.salience(uri).last_used == sal_clock.now != written_at
+
+
+@pytest.mark.parametrize("reason", [cortex.FACTUAL_ERROR, cortex.WRONG_ASSUMPTION, "timeout", None])
+def test_a_failed_attest_is_not_a_use_last_used_stays(sal_store, sal_clock, reason):
+    c = sal_store
+    uri = c.write(sal_fact(1), importance=3)
+    c.attest([uri], "success")
+    used = c.salience(uri).last_used
+    sal_clock.advance(10 * SAL_DAY)
+    c.attest([uri], "failure", reason)
+    assert c.salience(uri).last_used == used
+
+
+def test_a_late_binding_find_is_a_use_it_sets_last_used(sal_store, sal_clock):
+    c = sal_store
+    found_uri = c.write(sal_fact(1), tags=["t"], importance=9)
+    other_uri = c.write(sal_fact(2), tags=["t"], importance=0)
+    before = c.salience(other_uri)
+    sal_clock.advance(3 * SAL_DAY)
+    [found] = c.find(tags=["t"], limit=1, late_binding=True)
+    assert found.uri == found_uri
+    record = c.salience(found_uri)
+    assert (record.last_used, record.access_count) == (sal_clock.now, 1)
+    assert c.salience(other_uri) == before  # not returned: untouched
+    sal_clock.advance(SAL_DAY)
+    c.find(tags=["t"], limit=1)  # a plain find is not a use
+    assert c.salience(found_uri) == record
+    assert c.verify() == []
+
+
+def test_learning_reads_the_profile_from_before_the_bump(sal_store, sal_clock):
+    # Two attests of a memory last used 90 days ago: the first learns from R = 1/e (its
+    # record before the attest), the second from R = 1 (the first attest was a use).
+    c = sal_store
+    uri = c.write(sal_fact(1), importance=0)
+    sal_clock.advance(90 * SAL_DAY)
+    c.attest([uri], "success")
+    p = [math.exp(-1), 0.0, 0.0, 0.0]
+    w = [0.25, 0.15, 0.30, 0.20]
+    moved = [wi + 0.05 * (pi / sum(p) - wi) for wi, pi in zip(w, p)]
+    first = [m / sum(moved) for m in moved]
+    assert sal_weights_tuple(c.weights()) == pytest.approx(first, abs=1e-12, rel=0)
+    record = c.salience(uri)
+    assert sal_profile(record, sal_clock.now)[0] == 1.0  # the attest was a use
+    c.attest([uri], "success")
+    expected = sal_expected_weights(first, [record], sal_clock.now, "success")
+    assert sal_weights_tuple(c.weights()) == pytest.approx(expected, abs=1e-12, rel=0)
+
+
+def test_the_citation_losing_reasons_are_exported():
+    assert (cortex.FACTUAL_ERROR, cortex.WRONG_ASSUMPTION) == ("factual_error", "wrong_assumption")
+    assert {"FACTUAL_ERROR", "WRONG_ASSUMPTION"} <= set(cortex.__all__)
+
+
 @pytest.mark.parametrize("reason", ["factual_error", "wrong_assumption"])
 def test_attest_failure_with_losing_reason_removes_a_citation_never_below_zero(sal_store, reason):
     c = sal_store

@@ -17,12 +17,19 @@ journal entry at a time: the write path calls them for each entry it journals an
 `rebuild()` folds the whole journal through them, which is why both give the same
 bytes.
 
-Feedback (`attest`): success adds one citation and one access to each cited memory;
-failure with a reason in `CITATION_LOSING_REASONS` takes one citation away (not
-below 0). The weights learn from the cited memories' mean profile (R, A, C, D) at
-the attest time, normalised to sum 1: each weight moves toward it by `LEARNING_RATE`
-of the gap on success, away from it on failure (clamped at 0), and the weights are
-renormalised to sum 1.
+Uses: a write, an update and an update_head set `last_used` to their time. A
+successful attest is a use of each cited memory: one more citation, one more access,
+and `last_used` set to the attest time; so is the access that a `late_binding=True`
+`find()` counts for each result (one more access, `last_used` set). A failed attest
+with a reason in `CITATION_LOSING_REASONS` (`FACTUAL_ERROR`, `WRONG_ASSUMPTION`) takes
+one citation away (not below 0) and is not a use; any other reason is free text that
+changes no record.
+
+Learning (`attest`): the weights learn from the cited memories' mean profile
+(R, A, C, D) as it was before this attest's bumps (after them R would always read 1),
+normalised to sum 1: each weight moves toward it by `LEARNING_RATE` of the gap on
+success, away from it on failure (clamped at 0), and the weights are renormalised to
+sum 1.
 """
 
 from __future__ import annotations
@@ -43,7 +50,12 @@ _LOG_1001 = math.log(1001.0)
 
 
 LEARNING_RATE = 0.05
-CITATION_LOSING_REASONS = ("factual_error", "wrong_assumption")
+
+# The two attest reasons that take a citation away (exported as cortex.FACTUAL_ERROR
+# and cortex.WRONG_ASSUMPTION); any other reason is kept as free text.
+FACTUAL_ERROR = "factual_error"
+WRONG_ASSUMPTION = "wrong_assumption"
+CITATION_LOSING_REASONS = (FACTUAL_ERROR, WRONG_ASSUMPTION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,12 +118,12 @@ def apply(prev: Score | None, kind: str, at: int, payload: dict[str, Any]) -> Sc
         return ZERO
     if kind == "attest":
         if payload["outcome"] == "success":
-            return replace(prev, access_count=prev.access_count + 1, citations=prev.citations + 1)
+            return replace(prev, last_used=when, access_count=prev.access_count + 1, citations=prev.citations + 1)
         if payload.get("reason") in CITATION_LOSING_REASONS:
             return replace(prev, citations=max(0, prev.citations - 1))
         return prev
     if kind == "access":
-        return replace(prev, access_count=prev.access_count + 1)
+        return replace(prev, last_used=when, access_count=prev.access_count + 1)
     raise ValueError(f"unknown journal entry kind {kind!r}")
 
 
@@ -178,7 +190,9 @@ def live_scores(
 
 def score_of(record: Score, now: datetime, weights: Weights = DEFAULT_WEIGHTS, pinned_floor: bool = True) -> float:
     """The live score of one record (through `live_scores`, so the two agree)."""
-    one = lambda v: np.array([v])  # noqa: E731
+    def one(value: int | bool) -> np.ndarray:
+        return np.array([value])
+
     return float(
         live_scores(
             one(to_micros(record.last_used)), one(record.access_count), one(record.citations),
