@@ -73,7 +73,7 @@ YugabyteDB; `%s` are parameters, `[...]` parts are present or not):
 | `SELECT key, value FROM cortex_kv WHERE actor = %s AND key >= %s (or >) [AND key < %s] ORDER BY key LIMIT 1000` | `scan_items`, page by page |
 | `SELECT key, value FROM cortex_kv WHERE actor = %s AND key >= %s AND key < %s (or <) ORDER BY key DESC LIMIT 1000` | `scan_items_backward`, page by page |
 | `SELECT key FROM cortex_kv WHERE actor = %s AND key >= %s [AND key < %s] ORDER BY key DESC LIMIT 1` | `last_key` |
-| `SET LOCAL lock_timeout = '10s'` and `SELECT token FROM cortex_lease WHERE actor = %s FOR UPDATE` | resolving a commit whose outcome is unknown |
+| `SET LOCAL lock_timeout = '10s'` and `SELECT holder, token FROM cortex_lease WHERE actor = %s FOR UPDATE` | resolving a commit whose outcome is unknown |
 """
 
 from __future__ import annotations
@@ -105,9 +105,10 @@ SCHEMA_VERSION = 1
 LEASE_SECONDS = 10.0  # how long a lease lasts without renewal
 RENEW_SECONDS = 3.0  # how often the open writer renews it
 POOL_SIZE = 4  # connections at most in the pool (one per reading thread at a time)
-CONNECT_TIMEOUT = 10  # seconds, unless the DSN says otherwise
+CONNECT_TIMEOUT = 10  # seconds to connect (unless the DSN says) or to wait for a pooled connection
+_RELEASE_TIMEOUT = 2.0  # seconds close() waits for a connection to release the lease
 _PAGE = 1000  # rows per page of an item scan, and per INSERT statement of a batch
-_TXN_ATTEMPTS = 3  # a write the server rolled back (SQLSTATE class 40) is tried this often
+_TXN_ATTEMPTS = 3  # tries of a write that certainly did not commit (see _NotCommitted)
 
 _DDL = (
     "CREATE TABLE IF NOT EXISTS cortex_kv (actor text NOT NULL, key bytea NOT NULL, "
@@ -128,7 +129,7 @@ _TAKE_LEASE = (
 _LEASE_HOLDER = "SELECT holder, expires_at, token FROM cortex_lease WHERE actor = %s"
 _RENEW_LEASE = "UPDATE cortex_lease SET expires_at = now() + %s WHERE actor = %s AND holder = %s AND token = %s"
 _RELEASE_LEASE = "UPDATE cortex_lease SET expires_at = now() WHERE actor = %s AND holder = %s AND token = %s"
-_LOCK_LEASE = "SELECT token FROM cortex_lease WHERE actor = %s FOR UPDATE"
+_LOCK_LEASE = "SELECT holder, token FROM cortex_lease WHERE actor = %s FOR UPDATE"
 
 _BEGIN_VIEW = "BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 _DELETE = "DELETE FROM cortex_kv WHERE actor = %s AND key = ANY(%s)"
@@ -201,7 +202,8 @@ class PostgresStorage:
         except psycopg.Error as exc:
             raise StoreError(f"cannot open {self.location} for actor {actor!r}: {_cause(exc)}") from None
         self._pool: ConnectionPool[Conn] = ConnectionPool(
-            dsn, kwargs=kwargs, min_size=1, max_size=pool_size, open=True, name=f"cortex-{actor}")
+            dsn, kwargs=kwargs, min_size=1, max_size=pool_size, open=True, name=f"cortex-{actor}",
+            timeout=CONNECT_TIMEOUT)
         if not read_only:
             self._renewer = threading.Thread(target=self._renew_loop, args=(renew_seconds,),
                                              name=f"cortex-lease-{actor}", daemon=True)
@@ -264,7 +266,7 @@ class PostgresStorage:
         (writes check the lease themselves, so a lost one cannot commit anyway)."""
         while not self._stop.wait(every):
             try:
-                with self._pool.connection() as conn:
+                with self._pool.connection(timeout=every) as conn:
                     renewed = conn.execute(_RENEW_LEASE, (self._lease, self.actor, self._holder, self._token))
                     if renewed.rowcount != 1:
                         return  # taken over: the next write says so
@@ -287,7 +289,7 @@ class PostgresStorage:
         if self._renewer is not None:
             self._renewer.join()
             try:
-                with self._pool.connection() as conn:
+                with self._pool.connection(timeout=_RELEASE_TIMEOUT) as conn:
                     conn.execute(_RELEASE_LEASE, (self.actor, self._holder, self._token))
             except psycopg.Error:
                 pass  # the lease then lapses by itself
@@ -342,16 +344,21 @@ class PostgresStorage:
             try:
                 self._write_once(upserts, deletes, puts.get(META_JOURNAL))
                 return
-            except _RolledBack as rolled_back:
+            except _NotCommitted as failed:
                 if attempt == _TXN_ATTEMPTS - 1:
-                    raise StoreError(f"write of {len(puts)} keys not done: the server rolled it back "
-                                     f"{_TXN_ATTEMPTS} times ({_cause(rolled_back.cause)})") from None
+                    raise StoreError(f"write of {len(puts)} keys did not happen, tried {_TXN_ATTEMPTS} times "
+                                     f"(last: {_cause(failed.cause)})") from None
+                if failed.connection_lost:
+                    self._pool.check()  # drop the connections that died with this one
                 time.sleep(0.01 * (attempt + 1))
 
     def _write_once(self, upserts: list[tuple[bytes, bytes]], deletes: list[bytes], journal: bytes | None) -> None:
-        """One try of a batch as one transaction. Raises `_RolledBack` when the server
-        rolled it back (it may be tried again), `StoreLocked` when the lease is lost, and
-        `StoreError` when it failed; returns when it committed."""
+        """One try of a batch as one transaction; returns when it committed.
+
+        Raises `_NotCommitted` when it certainly did not commit and may be tried again
+        (the server rolled it back with SQLSTATE class 40, or the connection was lost
+        before COMMIT was sent, so the server rolled it back), `StoreLocked` when the
+        lease is lost, `StoreError` for any other failure."""
         count = len(upserts) + len(deletes)
         try:
             conn = self._pool.getconn()
@@ -377,8 +384,10 @@ class PostgresStorage:
         except psycopg.Error as exc:
             if (exc.sqlstate or "").startswith("40"):
                 _rollback_quietly(conn)
-                raise _RolledBack(exc) from None
-            if committing and _lost(exc):
+                raise _NotCommitted(exc, connection_lost=False) from None
+            if _lost(exc) and not committing:
+                raise _NotCommitted(exc, connection_lost=True) from None
+            if _lost(exc):
                 self._resolve_unknown_commit(journal, count, exc)
                 return
             _rollback_quietly(conn)
@@ -390,26 +399,28 @@ class PostgresStorage:
         """The connection died during COMMIT: find out whether the batch committed.
 
         Every write transaction updates the lease row first, so taking that row's lock
-        waits until the lost transaction has ended, committed or not; then the journal
-        head says which. Returns when it committed; raises `StoreError` otherwise."""
-        cause = _cause(exc)
+        waits until the lost transaction has ended, committed or not. Then the journal
+        head says which: ours, it committed; another, and the lease still ours (so no
+        other writer can have written since), it did not. Returns when it committed;
+        raises `StoreError` otherwise, saying whether the write certainly did not happen."""
+        unknown = f"write of {count} keys: the connection was lost during COMMIT ({_cause(exc)}) and "
         if journal is None:
-            raise StoreError(f"write of {count} keys: the connection was lost during COMMIT ({cause}) and the "
-                             "batch carries no journal head to check: whether it committed is unknown")
+            raise StoreError(unknown + "the batch carries no journal head to check: whether it committed is unknown")
         self._pool.check()
         try:
             with self._pool.connection() as conn, conn.transaction():
                 conn.execute("SET LOCAL lock_timeout = '10s'")
-                conn.execute(_LOCK_LEASE, (self.actor,))
+                lease = conn.execute(_LOCK_LEASE, (self.actor,)).fetchone()
                 row = conn.execute(_GET, (self.actor, META_JOURNAL), binary=True).fetchone()
         except psycopg.Error as again:
-            raise StoreError(f"write of {count} keys: the connection was lost during COMMIT ({cause}) and the "
-                             f"journal head could not be read back ({_cause(again)}): whether it committed "
-                             "is unknown") from None
+            raise StoreError(unknown + f"the journal head could not be read back ({_cause(again)}): "
+                             "whether it committed is unknown") from None
         if row is not None and bytes(row[0]) == journal:
             return
+        if lease is None or (lease[0], lease[1]) != (self._holder, self._token):
+            raise StoreError(unknown + "another writer has taken the lease since: whether it committed is unknown")
         raise StoreError(f"write of {count} keys did not happen: the connection was lost during COMMIT "
-                         f"({cause}) and the journal head shows the batch was not committed")
+                         f"({_cause(exc)}) and the journal head shows the batch was not committed")
 
     def scan_values(self, prefix: bytes, key_of: Callable[[bytes], bytes] | None = None) -> list[bytes]:
         """One range query (`key_of` is not needed: the server reports damage itself)."""
@@ -531,12 +542,13 @@ class _View:
             self._pool.putconn(conn)
 
 
-class _RolledBack(Exception):
-    """The server rolled a write transaction back (SQLSTATE class 40): safe to retry."""
+class _NotCommitted(Exception):
+    """A write transaction that certainly did not commit: safe to try again."""
 
-    def __init__(self, cause: psycopg.Error) -> None:
+    def __init__(self, cause: psycopg.Error, *, connection_lost: bool) -> None:
         super().__init__(str(cause))
         self.cause = cause
+        self.connection_lost = connection_lost
 
 
 def _fetch_items(sql: str, params: tuple[object, ...]) -> Callable[[Conn], list[tuple[bytes, bytes]]]:

@@ -342,6 +342,16 @@ def test_pg_reads_retry_once_on_a_fresh_connection(pg, pg_dsn: str, proxy: Fault
     assert s.scan_values(b"") == [b"v", b"w"]
 
 
+def test_pg_a_write_on_a_lost_connection_is_sent_again_on_a_fresh_one(pg, pg_dsn: str, proxy: FaultProxy) -> None:
+    # Lost before COMMIT was sent: the server rolled it back, so trying again cannot
+    # write twice.
+    s = pg(dsn=dsn_via(pg_dsn, proxy.port))
+    s.write(journal_batch({b"k": b"1"}, b"head-1"))
+    proxy.drop_all()
+    s.write(journal_batch({b"k": b"2"}, b"head-2"))
+    assert s.multi_get([b"k", META_JOURNAL]) == [b"2", b"head-2"]
+
+
 def test_pg_a_commit_that_happened_but_was_not_acknowledged_counts(pg, pg_dsn: str, proxy: FaultProxy) -> None:
     s = pg(dsn=dsn_via(pg_dsn, proxy.port))
     s.write(journal_batch({b"k": b"1"}, b"head-1"))
