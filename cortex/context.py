@@ -260,7 +260,8 @@ def _decode(values: list[bytes], plan: _Plan) -> Columns:
 def _live(cols: Columns, now: int) -> np.ndarray:
     """Mask of rows not expired at `now`."""
     expires = cols["expires"]
-    return (expires == 0) | (expires > now)
+    live: np.ndarray = (expires == 0) | (expires > now)
+    return live
 
 
 def _scanned_prefixes(plan: _Plan) -> list[bytes]:

@@ -124,7 +124,7 @@ class Cortex:
         forms: dict[str, str] | None = None,
     ) -> str:
         """Write a new memory; return the URI of its version 1."""
-        item = Write(data, frames, tags, importance, confidence, source, expires_at, forms)  # type: ignore[arg-type]
+        item = Write(data, frames, tags, importance, confidence, source, expires_at, forms)
         return _writes.write_many(self._engine, [item])[0]
 
     def write_many(self, items: Iterable[Write]) -> list[str]:

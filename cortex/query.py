@@ -63,8 +63,8 @@ Predicate = Callable[[MemoryData], bool]
 def _memory_type(value: object) -> MemoryType | None:
     if value is None or isinstance(value, MemoryType):
         return value
-    if isinstance(value, type) and value in DATA_CLASSES.values():
-        return value.TYPE  # type: ignore[attr-defined]
+    if isinstance(value, type) and issubclass(value, MemoryData) and value in DATA_CLASSES.values():
+        return value.TYPE
     if isinstance(value, str):
         member = MemoryType.__members__.get(value.upper())
         if member is not None:

@@ -40,7 +40,7 @@ def resolve(e: Engine, uri: str) -> Memory:
         if raw is None:
             raise CorruptRecord(key, "missing version record")
         record = unpack(key, raw)
-        older = Memory.stored(ref.id, memory._head, ref.version, record)  # type: ignore[arg-type]
+        older = Memory.stored(ref.id, memory._head, ref.version, record)
         if content_hash(record[V_DATA]) != record[V_HASH]:
             raise CorruptRecord(key, "content hash mismatch")
         return older

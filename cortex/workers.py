@@ -69,7 +69,7 @@ _HELLO = "ready"
 
 
 def _frame(value: Any) -> bytes:
-    body = msgpack.packb(value, use_bin_type=True)
+    body: bytes = msgpack.packb(value, use_bin_type=True)
     return _LENGTH.pack(len(body)) + body
 
 

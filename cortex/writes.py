@@ -42,32 +42,42 @@ MAX_SOURCE_BYTES = 256
 MAX_REASON_BYTES = 1024
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Write:
     """One memory to write, with the same fields as `Cortex.write()`'s arguments.
 
-    Validates on construction. `expires_at`: after that instant the memory no
-    longer appears in `context()` (it still resolves).
+    Validates on construction (frames and tags become tuples, duplicates removed).
+    `expires_at`: after that instant the memory no longer appears in `context()`
+    (it still resolves).
     """
 
     data: MemoryData
-    frames: tuple[Frame, ...] = ()
-    tags: tuple[str, ...] = ()
-    importance: int = 0
-    confidence: float = 1.0
-    source: str = "user_input"
-    expires_at: datetime | None = None
-    forms: dict[str, str] | None = field(default=None, compare=False)
+    frames: tuple[Frame, ...]
+    tags: tuple[str, ...]
+    importance: int
+    confidence: float
+    source: str
+    expires_at: datetime | None
+    forms: dict[str, str] | None = field(compare=False)
 
-    def __post_init__(self) -> None:
-        check_data(self.data)
-        object.__setattr__(self, "frames", check_frames(self.frames))
-        object.__setattr__(self, "tags", check_tags(self.tags))
-        check_int("importance", self.importance, lo=0, hi=MAX_IMPORTANCE)
-        object.__setattr__(self, "confidence", check_number("confidence", self.confidence, lo=0.0, hi=1.0))
-        check_text("source", self.source, required=True, max_bytes=MAX_SOURCE_BYTES)
-        object.__setattr__(self, "expires_at", check_datetime("expires_at", self.expires_at))
-        object.__setattr__(self, "forms", check_forms(self.forms))
+    def __init__(self, data: MemoryData, frames: Iterable[Frame] = (), tags: Iterable[str] = (), importance: int = 0,
+                 confidence: float = 1.0, source: str = "user_input", expires_at: datetime | None = None,
+                 forms: dict[str, str] | None = None) -> None:
+        check_data(data)
+        check_int("importance", importance, lo=0, hi=MAX_IMPORTANCE)
+        check_text("source", source, required=True, max_bytes=MAX_SOURCE_BYTES)
+        values = {
+            "data": data,
+            "frames": check_frames(frames),
+            "tags": check_tags(tags),
+            "importance": importance,
+            "confidence": check_number("confidence", confidence, lo=0.0, hi=1.0),
+            "source": source,
+            "expires_at": check_datetime("expires_at", expires_at),
+            "forms": check_forms(forms),
+        }
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
 
 
 def write_many(e: Engine, items: Iterable[Write]) -> list[str]:

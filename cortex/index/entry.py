@@ -8,6 +8,7 @@ the fields it carries (`cortex.index.entries`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
