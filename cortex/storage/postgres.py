@@ -34,13 +34,19 @@ Behaviour:
   `writer_moved()` is False and `catch_up()` does nothing.
 * Connection loss: a read outside a view is retried once on a fresh connection (the
   pool is checked first, so dead connections are dropped); inside a view only the
-  first read is (before it, there is no snapshot to lose). A write whose COMMIT got
-  no answer is resolved by reading the journal head (`meta/journal`, which every engine
-  batch writes) back after taking the lease row's lock, which waits until the lost
-  transaction has ended either way: committed if the head holds the batch's value, else
-  `StoreError` saying the write did not happen. A batch is never sent twice, except
-  after the server said it rolled it back (serialization failure or deadlock,
-  SQLSTATE class 40), which CockroachDB asks clients to retry.
+  first read is (before it, there is no snapshot to lose). A write is sent again only
+  when it certainly did not commit: the connection was lost before COMMIT was sent
+  (the server rolls back what its client left open), or the server said it rolled it
+  back (SQLSTATE class 40: serialization failure, deadlock; CockroachDB asks clients to
+  retry those). A write whose COMMIT got no answer is never sent again: it is resolved
+  by reading the journal head (`meta/journal`, which every engine batch writes) back
+  after taking the lease row's lock, which waits until the lost transaction has ended
+  either way. The head holds the batch's value: it committed and `write` returns. It
+  holds another and the lease is still ours (no other writer can have written since):
+  `StoreError` saying the write did not happen. Otherwise `StoreError` saying the
+  outcome is unknown.
+* A killed writer's lease lapses after `lease_seconds` (10 s by default): until then
+  a new writer for the actor gets `StoreLocked` saying until when.
 * `sync` is accepted for the protocol: a commit is as durable as the server makes it
   (`synchronous_commit`, on by default), which is the administrator's choice.
 * Transaction control (BEGIN, COMMIT, ROLLBACK) is never prepared: nothing to gain,
@@ -94,7 +100,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..errors import CorruptRecord, NotFound, ReadOnlyStore, StoreError, StoreLocked
+from ..errors import CorruptRecord, NotFound, ReadOnlyStore, StoreError, StoreLocked, ValidationError
 from ..records import META_JOURNAL
 from . import Batch
 
@@ -165,9 +171,10 @@ def open_postgres(dsn: str, *, actor: str, read_only: bool, sync: bool,
     needs the actor's store to exist (`NotFound`).
     """
     if not isinstance(actor, str) or not actor:
-        raise StoreError("a PostgreSQL store needs a non-empty actor name")
-    if renew_seconds >= lease_seconds:
-        raise StoreError(f"renew_seconds ({renew_seconds}) must be shorter than lease_seconds ({lease_seconds})")
+        raise ValidationError("actor", "must be a non-empty string", actor)
+    if not 0 < renew_seconds < lease_seconds:
+        raise ValidationError("renew_seconds", f"must be above 0 and below lease_seconds ({lease_seconds})",
+                              renew_seconds)
     del sync  # durability is the server's setting (see the module docstring)
     return PostgresStorage(dsn, actor=actor, read_only=read_only, lease_seconds=lease_seconds,
                            renew_seconds=renew_seconds, pool_size=pool_size)
@@ -222,17 +229,15 @@ class PostgresStorage:
     def _create_schema(self, conn: Conn) -> None:
         version = self._schema_version(conn)
         if version is None:
-            for attempt in range(2):
+            for statement in _DDL:
                 try:
-                    for statement in _DDL:
-                        conn.execute(statement)
-                    break
+                    conn.execute(statement)
                 except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable,
                         psycopg.errors.DuplicateObject):
-                    # Two first writers at once: PostgreSQL's IF NOT EXISTS can still
-                    # collide in its catalog; the second try sees the tables.
-                    if attempt == 1:
-                        raise
+                    # Another first writer created this table at the same moment
+                    # (PostgreSQL's IF NOT EXISTS can still collide in its catalog):
+                    # it exists now, so the statement is a no-op the second time.
+                    conn.execute(statement)
             version = self._schema_version(conn)
         self._check_version(version)
 

@@ -306,6 +306,35 @@ def test_pg_a_reader_of_a_database_without_tables_is_not_found(pg_dsn: str) -> N
         open_postgres(pg_dsn.rsplit("/", 1)[0] + "/cortex_empty", actor="a", read_only=True, sync=False)
 
 
+def test_pg_first_writers_of_a_new_database_open_together(pg_dsn: str) -> None:
+    sql(pg_dsn, "DROP DATABASE IF EXISTS cortex_race")
+    sql(pg_dsn, "CREATE DATABASE cortex_race")
+    dsn = pg_dsn.rsplit("/", 1)[0] + "/cortex_race"
+    failures: list[BaseException] = []
+
+    def first_writer(i: int) -> None:
+        try:
+            storage = open_postgres(dsn, actor=f"a{i}", read_only=False, sync=False)
+            storage.write({b"k": bytes([i])})
+            storage.close()
+        except BaseException as exc:
+            failures.append(exc)
+    threads = [threading.Thread(target=first_writer, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert sql(dsn, "SELECT actor, value FROM cortex_kv ORDER BY actor") == [(f"a{i}", bytes([i])) for i in range(6)]
+
+
+def test_pg_bad_arguments_are_validation_errors(pg_dsn: str) -> None:
+    with pytest.raises(cortex.ValidationError, match="actor"):
+        open_postgres(pg_dsn, actor="", read_only=False, sync=False)
+    with pytest.raises(cortex.ValidationError, match="renew_seconds"):
+        open_postgres(pg_dsn, actor="a", read_only=False, sync=False, lease_seconds=1, renew_seconds=2)
+
+
 def test_pg_location_hides_the_password(pg_dsn: str) -> None:
     server, _ = pg_dsn.replace("//cortex@", "//cortex:s3cret@").rsplit("/", 1)
     with pytest.raises(cortex.StoreError) as raised:
