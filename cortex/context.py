@@ -234,10 +234,13 @@ class Bundle:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
     def to_markdown(self) -> str:
+        """Sections Pinned, Frame-relevant, Outcomes and Reachable, one bullet
+        `- <uri> — <text>` per memory (a full form's further lines indented under
+        its bullet, so the list stays one list), and a footer."""
         lines: list[str] = []
         for title, members in (("Pinned", self.pinned), ("Frame-relevant", self.frame_relevant), ("Outcomes", self.outcomes)):
             lines.append(f"## {title}")
-            lines += [f"- {m.uri} — {self.rendered[m.id]}" for m in members] or ["(none)"]
+            lines += [f"- {m.uri} — {self.rendered[m.id]}".replace("\n", "\n  ") for m in members] or ["(none)"]
             lines.append("")
         lines.append("## Reachable")
         lines += [f"- {uri}" for uri in self.reachable_uris] or ["(none)"]

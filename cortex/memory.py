@@ -141,7 +141,9 @@ class Memory:
         return hash((self.id, self.version))
 
     def __repr__(self) -> str:
-        return f"Memory({', '.join(f'{n}={self._get(n)!r}' for n in FIELDS)})"
+        """Short: the URI and the short form (`to_dict()` holds every field)."""
+        tombstoned = " tombstoned" if self._get("tombstoned") else ""
+        return f"<Memory {self._get('uri')}{tombstoned} {self.form('short')!r}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle (and copy) as the eager form, with every field decoded."""

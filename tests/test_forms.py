@@ -68,7 +68,8 @@ def test_limits_are_the_documented_ones():
 AT = datetime(2024, 3, 5, 6, 7, 8, tzinfo=UTC)
 
 TEMPLATES = [
-    pytest.param(Identity(name="ops-1"), "ops-1", "ops-1 — wallets=0, keys=0", id="identity-bare"),
+    pytest.param(Identity(name="ops-1"), "ops-1", "ops-1", id="identity-bare"),
+    pytest.param(Identity(name="ops-1", wallets=("w1",)), "ops-1", "ops-1 — wallets=1", id="identity-wallet"),
     pytest.param(
         Identity(name="ops-1", did="did:x", wallets=("w1", "w2"), roles=("a", "b"), public_keys=("k",)),
         "ops-1 (did:x)", "ops-1 (did:x) — roles=a,b, wallets=2, keys=1", id="identity-full",
@@ -86,7 +87,8 @@ TEMPLATES = [
         Belief(statement="X is reliable", stance="doubt", evidence_for=("a",), evidence_against=("b", "c")),
         "doubt X is reliable", "doubt X is reliable — 1 for / 2 against", id="belief",
     ),
-    pytest.param(Event(kind="dispatch", outcome="failure"), "failure dispatch", "failure dispatch — artifacts=0", id="event-bare"),
+    pytest.param(Belief(statement="X is slow", stance="suspect"), "suspect X is slow", "suspect X is slow", id="belief-bare"),
+    pytest.param(Event(kind="dispatch", outcome="failure"), "failure dispatch", "failure dispatch", id="event-bare"),
     pytest.param(
         Event(kind="payment", outcome="success", intent_ref="i-1", counterparty="bob", cost=("USDC", 12.5),
               duration=3.0, artifacts=("r",), summary="paid"),
@@ -97,9 +99,10 @@ TEMPLATES = [
         Goal(statement="ship v1", status="active", horizon_end=AT, success_criteria=("a", "b"), subgoals=("c",)),
         "[active] ship v1", "[active] ship v1 — by 2024-03-05T06:07:08Z, criteria=2, subgoals=1", id="goal",
     ),
+    pytest.param(Goal(statement="ship v1", status="paused"), "[paused] ship v1", "[paused] ship v1", id="goal-bare"),
     pytest.param(
         Constraint(statement="overspend", strength="hard", polarity="dont", source="user_declared"),
-        "[hard] dont overspend", "[hard] dont overspend — source=user_declared", id="constraint-bare",
+        "[hard] don't overspend", "[hard] don't overspend — source=user_declared", id="constraint-bare",
     ),
     pytest.param(
         Constraint(statement="overspend", strength="soft", polarity="avoid", source="learned", trigger="payment"),
@@ -114,6 +117,10 @@ TEMPLATES = [
         Pattern(statement="slow on fridays", derived_from=("a", "b"), strength=0.8, coverage=4),
         "slow on fridays (strength=0.80, coverage=4)", "slow on fridays (strength=0.80, coverage=4) — derived from 2", id="pattern",
     ),
+    pytest.param(
+        Pattern(statement="slow on fridays", strength=0.8), "slow on fridays (strength=0.80, coverage=0)",
+        "slow on fridays (strength=0.80, coverage=0)", id="pattern-bare",
+    ),
 ]
 
 
@@ -123,6 +130,34 @@ def test_stored_forms_follow_the_templates(store, data, short, medium):
     assert m.forms == {"short": short, "medium": medium}
     assert m.tokens == {"short": count(short), "medium": count(medium), "full": count(render_full(data))}
     assert render_short_medium(data) == (short, medium)
+
+
+@pytest.mark.parametrize("polarity, statement, short", [
+    # the Quick start's own constraint: the statement says "never", so no "dont" before it
+    ("dont", "never pay more than 2 USD/h", "[hard] never pay more than 2 USD/h"),
+    ("dont", "Do not pay twice", "[hard] Do not pay twice"),
+    ("dont", "don't pay twice", "[hard] don't pay twice"),
+    ("dont", "pay twice", "[hard] don't pay twice"),
+    ("dont", "nothing after 6pm", "[hard] don't nothing after 6pm"),  # "no" must be a whole word
+    ("avoid", "never pay twice", "[hard] never pay twice"),
+    ("avoid", "vendors in the US", "[hard] avoid vendors in the US"),
+    ("prefer", "prefer EU-hosted providers", "[hard] prefer EU-hosted providers"),
+    ("prefer", "Prefers EU hosting", "[hard] Prefers EU hosting"),
+    ("prefer", "EU-hosted providers", "[hard] prefer EU-hosted providers"),
+    ("prefer", "preferential rates", "[hard] prefer preferential rates"),
+    ("do", "always sign invoices", "[hard] always sign invoices"),
+    ("do", "sign invoices", "[hard] do sign invoices"),
+    ("neutral", "region", "[hard] neutral region"),
+])
+def test_a_constraint_says_its_polarity_once(polarity, statement, short):
+    data = Constraint(statement=statement, strength="hard", polarity=polarity, source="learned")
+    assert render_short_medium(data) == (short, short + " — source=learned")
+
+
+def test_full_form_says_nothing_twice():
+    # Identity's roles are in the medium form: the full form does not repeat them.
+    data = Identity(name="ops", roles=("buyer", "seller"), wallets=("w1",))
+    assert render_full(data) == "ops — roles=buyer,seller, wallets=1\nwallets: w1"
 
 
 def test_full_form_is_medium_then_one_line_per_field_the_medium_does_not_show_whole():
@@ -361,3 +396,20 @@ def test_context_in_short_or_medium_form_never_loads_the_tokenizer(tmp_path, mod
         assert sorted(out[form]["ids"]) == sorted(m.id for m in memories)
         assert out[form]["rendered"] == {m.id: m.forms[form] for m in memories}
         assert out[form]["total_tokens"] == sum(m.tokens[form] for m in memories)
+
+
+def test_full_form_lines_stay_under_their_markdown_bullet(store):
+    """Bundle.to_markdown() indents a full form's further lines under its bullet, so a
+    Markdown renderer keeps one list item per memory."""
+    uri = store.write(Identity(name="ops", wallets=("w1", "w2"), public_keys=("k1",)))
+    bundle = store.context(form="full")
+    lines = bundle.to_markdown().splitlines()
+    start = lines.index(f"- {uri} — ops — wallets=2, keys=1")
+    assert lines[start + 1 : start + 3] == ["  wallets: w1, w2", "  public_keys: k1"]
+
+
+def test_repr_of_a_memory_is_its_uri_and_short_form(store):
+    uri = store.write(Constraint(statement="never pay more than 2 USD/h", strength="hard", polarity="dont", source="user_declared"))
+    assert repr(store.resolve(uri)) == f"<Memory {uri} '[hard] never pay more than 2 USD/h'>"
+    store.tombstone(uri, "obsolete")
+    assert repr(store.resolve(uri)) == f"<Memory {uri} tombstoned '[hard] never pay more than 2 USD/h'>"
