@@ -101,7 +101,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import CorruptRecord, NotFound, ReadOnlyStore, StoreError, StoreLocked, ValidationError
-from ..records import META_JOURNAL
+from ..records import META_JOURNAL, prefix_end
 from . import Batch
 
 Conn = psycopg.Connection[TupleRow]
@@ -565,10 +565,10 @@ def _fetch_items(sql: str, params: tuple[object, ...]) -> Callable[[Conn], list[
 def _end(prefix: bytes) -> bytes | None:
     """The smallest key above every key with `prefix`; None when there is none (a
     prefix of only 0xff bytes, or the empty prefix: every key)."""
-    stripped = prefix.rstrip(b"\xff")
-    if not stripped:
+    try:
+        return prefix_end(prefix)
+    except ValueError:
         return None
-    return stripped[:-1] + bytes([stripped[-1] + 1])
 
 
 def _rollback_quietly(conn: Conn) -> None:

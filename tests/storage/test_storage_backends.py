@@ -20,10 +20,11 @@ import cortex
 from cortex.records import META_JOURNAL
 from cortex.storage.postgres import PostgresStorage, open_postgres
 from cortex.storage.rocksdb import open_rocksdb
-from pgfixture import pg_actor, pg_dsn  # noqa: F401  (until conftest registers the plugin)
 from pgproxy import FaultProxy, dsn_via
 
-Opener = Callable[..., object]
+pytest_plugins = ["pgfixture"]  # pg_dsn, pg_actor (a no-op once tests/conftest.py registers it)
+
+LEASE_ROW = "SELECT holder, expires_at, token FROM cortex_lease WHERE actor = %s"
 
 
 @pytest.fixture(params=["rocksdb", "postgresql"])
@@ -281,7 +282,7 @@ def test_pg_a_reader_never_writes(pg, pg_dsn: str, pg_actor: str) -> None:
     writer = pg()
     writer.write({b"k": b"v"})
     writer.close()
-    lease_before = sql(pg_dsn, "SELECT holder, expires_at, token FROM cortex_lease WHERE actor = %s", (pg_actor,))
+    lease_before = sql(pg_dsn, LEASE_ROW, (pg_actor,))
     # A role that may only read: any write the reader tried would fail.
     sql(pg_dsn, "DROP ROLE IF EXISTS cortex_reader")
     sql(pg_dsn, "CREATE ROLE cortex_reader LOGIN")
@@ -294,7 +295,7 @@ def test_pg_a_reader_never_writes(pg, pg_dsn: str, pg_actor: str) -> None:
     with pytest.raises(cortex.ReadOnlyStore):
         reader.write({b"k": b"w"})
     reader.close()
-    assert sql(pg_dsn, "SELECT holder, expires_at, token FROM cortex_lease WHERE actor = %s", (pg_actor,)) == lease_before
+    assert sql(pg_dsn, LEASE_ROW, (pg_actor,)) == lease_before
     # A writer can open beside readers at once.
     pg().write({b"k": b"w"})
 
