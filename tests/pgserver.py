@@ -68,7 +68,7 @@ def start(bindir: Path | None = None) -> PgServer:
     if bindir is None:
         raise RuntimeError("no PostgreSQL server binaries under /usr/lib/postgresql/*/bin")
     run_as = _server_user() if os.geteuid() == 0 else None
-    folder = Path(tempfile.mkdtemp(prefix="cortex-pg-"))
+    folder = Path(tempfile.mkdtemp(prefix="cortex-pg-", dir=_temp_root(run_as)))
     try:
         if run_as is not None:
             user = pwd.getpwnam(run_as)
@@ -106,6 +106,17 @@ def _start_server(bindir: Path, folder: Path, run_as: str | None) -> int:
             tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
             raise RuntimeError(f"pg_ctl start failed ({done.returncode}): {done.stderr.strip()}\n{tail}")
     raise AssertionError("unreachable")
+
+
+def _temp_root(run_as: str | None) -> str:
+    """Where to make the server's folder: the usual temporary folder, unless another
+    user cannot reach it (a TMPDIR under /root, say); then /tmp."""
+    root = tempfile.gettempdir()
+    if run_as is None:
+        return root
+    path = Path(root).resolve()
+    reachable = all(os.stat(p).st_mode & 0o001 for p in (path, *path.parents))
+    return root if reachable else "/tmp"
 
 
 def _free_port() -> int:
