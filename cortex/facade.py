@@ -17,6 +17,7 @@ from . import reads as _reads
 from . import upkeep as _upkeep
 from . import writes as _writes
 from .context import Bundle, ContextOpts
+from .interop import jsonl as _jsonl
 from .engine import Engine, Options, stored_actor, system_clock
 from .errors import ValidationError
 from .memory import Memory
@@ -198,6 +199,19 @@ class Cortex:
     def stats(self) -> dict[str, Any]:
         """Counts by type, live and tombstoned, journal length and root."""
         return _reads.stats(self._engine)
+
+    # -- moving a whole store ------------------------------------------------------
+
+    def export_jsonl(self, path: str | os.PathLike[str]) -> dict[str, int]:
+        """Write the whole store to `path` as JSON Lines (format in `cortex.interop.jsonl`);
+        return the line counts per kind."""
+        return _jsonl.export_jsonl(self._engine, path)
+
+    def import_jsonl(self, path: str | os.PathLike[str]) -> dict[str, int]:
+        """Import an `export_jsonl()` file into this store (empty, same actor). The
+        whole file is checked before anything is written; an interrupted import is
+        completed by running it again."""
+        return _jsonl.import_jsonl(self._engine, path)
 
     # -- upkeep ----------------------------------------------------------------
 

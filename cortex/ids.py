@@ -68,6 +68,12 @@ class IdGenerator:
         self._last = int.from_bytes(last, "big") if last else 0
         self._lock = threading.Lock()
 
+    def observe(self, raw_id: bytes) -> None:
+        """Make every later id greater than `raw_id` (after records were written
+        around this generator, e.g. by an import)."""
+        with self._lock:
+            self._last = max(self._last, int.from_bytes(raw_id, "big"))
+
     def next(self, millis: int) -> bytes:
         return self.next_many(millis, 1)[0]
 

@@ -16,6 +16,7 @@ big-endian integers, so byte order is the order the scans need.
 | `meta/journal`            | journal head: seq8 + root32 (`JournalHead`)                   |
 | `meta/weights`            | learned salience weights (`encode_weights`)                    |
 | `meta/clock_high`         | u64: the latest `at` of any journal entry (derived)            |
+| `meta/import`             | present only while an import runs (`cortex.interop.jsonl`)     |
 
 Invariants kept by the code that uses these formats:
 
@@ -65,6 +66,7 @@ META_SCHEMA = b"meta/schema"
 META_JOURNAL = b"meta/journal"
 META_WEIGHTS = b"meta/weights"
 META_CLOCK_HIGH = b"meta/clock_high"
+META_IMPORT = b"meta/import"  # while an import runs: the file's root and digest
 
 # Every top-level prefix a store holds, in key order (a whole-store scan reads these).
 ALL_PREFIXES = (INDEX_PREFIX, HEAD_PREFIX, META_PREFIX, VERSION_PREFIX, JOURNAL_PREFIX, SALIENCE_PREFIX)

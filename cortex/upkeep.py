@@ -23,6 +23,7 @@ from .records import (
     HEAD_PREFIX,
     JOURNAL_PREFIX,
     META_CLOCK_HIGH,
+    META_IMPORT,
     META_JOURNAL,
     META_PREFIX,
     META_WEIGHTS,
@@ -174,6 +175,8 @@ def verify(e: Engine) -> list[str]:
             problems.append(f"{_show(key)}: missing entry")
         if e.storage.get(META_CLOCK_HIGH) != (encode_clock_high(high) if head.seq else None):
             problems.append("meta/clock_high: differs from the journal's latest time")
+        if e.storage.get(META_IMPORT) is not None:
+            problems.append("meta/import: an import did not finish; run the same import again to complete it")
         stored_weights = e.storage.get(META_WEIGHTS)
         if stored_weights != (None if weights is None else weights.encode()):
             problems.append("meta/weights: stored weights differ from the journal's feedback")
