@@ -22,6 +22,9 @@ import pytest
 
 import cortex
 
+# The throwaway PostgreSQL server and its fixtures (`pg_dsn`, `pg_actor`): tests/pgfixture.py.
+pytest_plugins = ["pgfixture"]
+
 ACTOR = "agent-1"
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
