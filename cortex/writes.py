@@ -210,7 +210,8 @@ def attest(e: Engine, cited: Iterable[str], outcome: str, reason: str | None = N
             raw_id, head = e.live_head(ref)
             heads.setdefault(raw_id, (head, head))
         now = to_micros(e.now())
-        e.commit("attest", now, {"ids": list(heads), "outcome": outcome, "reason": reason}, heads)
+        # "use": a successful attest sets last_used (entries without the mark predate it).
+        e.commit("attest", now, {"ids": list(heads), "outcome": outcome, "reason": reason, "use": True}, heads)
 
 
 def touch(e: Engine, raw_ids: list[bytes]) -> None:
@@ -223,4 +224,4 @@ def touch(e: Engine, raw_ids: list[bytes]) -> None:
                 head = Head.decode(head_key(raw_id), raw)
                 heads[raw_id] = (head, head)
         if heads:
-            e.commit("access", to_micros(e.now()), {"ids": list(heads)}, heads)
+            e.commit("access", to_micros(e.now()), {"ids": list(heads), "use": True}, heads)

@@ -116,14 +116,17 @@ def apply(prev: Score | None, kind: str, at: int, payload: dict[str, Any]) -> Sc
         return replace(prev, last_used=when, importance=prev.importance if importance is None else importance)
     if kind == "tombstone":
         return ZERO
+    # Entries journaled before uses set `last_used` lack the "use" mark: replaying
+    # them as they were written keeps older stores verifying clean.
+    last_used = when if payload.get("use") else prev.last_used
     if kind == "attest":
         if payload["outcome"] == "success":
-            return replace(prev, last_used=when, access_count=prev.access_count + 1, citations=prev.citations + 1)
+            return replace(prev, last_used=last_used, access_count=prev.access_count + 1, citations=prev.citations + 1)
         if payload.get("reason") in CITATION_LOSING_REASONS:
             return replace(prev, citations=max(0, prev.citations - 1))
         return prev
     if kind == "access":
-        return replace(prev, last_used=when, access_count=prev.access_count + 1)
+        return replace(prev, last_used=last_used, access_count=prev.access_count + 1)
     raise ValueError(f"unknown journal entry kind {kind!r}")
 
 
