@@ -233,6 +233,26 @@ class Bundle:
         """`to_dict()` as JSON with sorted keys: byte-identical for the same state and options."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
+    # The exports (DESIGN §9) are built by the interop formats, which read the bundle.
+
+    def to_hmx_pack(self, query_context: str | Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """This bundle as an HMX-1.0 Context Pack (`cortex.interop.hmx_pack`)."""
+        from .interop import hmx_pack
+
+        return hmx_pack.build(self, query_context)
+
+    def to_context_pack(self, intent: str) -> dict[str, Any]:
+        """This bundle as a SecondBrain ContextPackV2 (`cortex.interop.context_pack`)."""
+        from .interop import context_pack
+
+        return context_pack.build(self, intent)
+
+    def ledger(self) -> dict[str, Any]:
+        """The replay record of the call that made this bundle (`cortex.interop.ledger`)."""
+        from .interop import ledger
+
+        return ledger.build(self)
+
     def to_markdown(self) -> str:
         """Sections Pinned, Frame-relevant, Outcomes and Reachable, one bullet
         `- <uri> — <text>` per memory (a full form's further lines indented under

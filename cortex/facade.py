@@ -7,7 +7,7 @@ module that implements it; it adds nothing but the signatures and their docs.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -199,6 +199,28 @@ class Cortex:
     def stats(self) -> dict[str, Any]:
         """Counts by type, live and tombstoned, journal length and root."""
         return _reads.stats(self._engine)
+
+    # -- interop (DESIGN §9) ---------------------------------------------------------
+
+    def ingest_hmx(self, events: Iterable[Mapping[str, Any]] | str | os.PathLike[str]) -> list[str]:
+        """Ingest HMX-1.0 events (dicts, or a JSON Lines file) as memories; idempotent
+        by `event_id`. See `cortex.interop.hmx_events` for the mapping."""
+        from .interop import hmx_events
+
+        return hmx_events.ingest(self, events)
+
+    def export_fingerprint(self, tier: str = "full") -> dict[str, Any]:
+        """This store as an HMX-1.0 fingerprint envelope ("full", "compact" or "minimal")."""
+        from .interop import fingerprint
+
+        return fingerprint.export(self, tier)
+
+    def import_fingerprint(self, envelope: Mapping[str, Any] | str | bytes) -> int:
+        """Import a fingerprint envelope (additive; its hashes are checked first; the
+        same `fingerprint_id` twice is a no-op); return the memories written."""
+        from .interop import fingerprint
+
+        return fingerprint.import_(self, envelope)
 
     # -- moving a whole store ------------------------------------------------------
 
