@@ -26,14 +26,20 @@ small limit reads few records. A query must be bounded (`limit` and/or
   `context()`. With `limit` too, at most `limit` memories.
 * Tombstoned memories are left out unless `include_tombstoned=True`. Expiry does
   not apply: `find()` sees every stored memory.
+* Superseded memories (a live `supersedes` edge points at them from a live memory:
+  `cortex.edges`) are left out unless `include_superseded=True`.
 * `late_binding=True` counts an access of every returned memory (journaled, so the
   root changes): the only `find()` that writes.
+* `scope`: a `cortex.SignedScope` (DESIGN §7), verified first; memories outside it
+  are left out silently. With a budget cap in the scope, `budget_tokens=None` means
+  the cap and more than the cap raises `BudgetExceeded`.
 """
 
 from __future__ import annotations
 
+import itertools
 import operator
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
@@ -45,10 +51,25 @@ from .errors import TooBroad, Unbounded, ValidationError, shown
 from .forms import FORM_NAMES
 from .index import by_tag, by_type, entry
 from .memory import Memory
-from .model import DATA_CLASSES, MemoryData, MemoryType, check_int, check_tags, to_micros
+from .model import (
+    DATA_CLASSES,
+    MAX_LIST_ITEMS,
+    Int,
+    MemoryData,
+    MemoryType,
+    Number,
+    OneOf,
+    Rule,
+    Text,
+    When,
+    check_int,
+    check_tags,
+    to_micros,
+)
 from .salience.score import live_scores
-from .records import head_key, unpack
-from .writes import touch
+from .records import FLAG_SUPERSEDED, head_key, unpack
+from .scope import Refusal, SignedScope, capped_budget, check_signed, memory_frames, verify
+from .writes import report_violation, touch
 
 ORDERS = ("salience", "created", "-created")
 MAX_WHERE_DEPTH = 32
@@ -79,50 +100,99 @@ def _orderable(a: object, b: object) -> bool:
     return (isinstance(a, numbers) and isinstance(b, numbers)) or (isinstance(a, str) and isinstance(b, str)) or (isinstance(a, datetime) and isinstance(b, datetime))
 
 
-def compile_where(where: object, known: set[str], depth: int = 0) -> Predicate | None:
-    """Validate a `where` clause and turn it into a predicate on data values."""
+# The field rules whose values have an order (numbers, text, times): the only fields
+# lt, lte, gt and gte may compare.
+_ORDERED_RULES = (Text, OneOf, Number, Int, When)
+
+FieldRules = Mapping[str, Sequence[Rule[Any]]]
+
+
+def field_rules(classes: Iterable[type[MemoryData]]) -> dict[str, list[Rule[Any]]]:
+    """Each data field name of `classes` -> the rules that check it on a write (one per
+    class that has the field). A data class declares every field with
+    `cortex.model.rule()`, which keeps the field's `Rule` in the field's metadata."""
+    rules: dict[str, list[Rule[Any]]] = {}
+    for cls in classes:
+        for f in fields(cls):  # type: ignore[arg-type]
+            rules.setdefault(f.name, []).extend(v for v in f.metadata.values() if isinstance(v, Rule))
+    return rules
+
+
+def _where_value(op: str, name: str, value: object, rules: Sequence[Rule[Any]]) -> object:
+    """`value` checked as a write of the field `name` would check it, and normalised
+    (a list to a tuple, a number to a float, a datetime to UTC). A field that several
+    types share may hold a value any of their rules accepts; None (eq, ne) stands for
+    an absent optional field."""
+    if op in _COMPARE:
+        rules = [r for r in rules if isinstance(r, _ORDERED_RULES)]
+        if not rules:
+            raise ValidationError(f"where.{name}", f"{op!r} compares numbers, text and times; {name} holds a list, a mapping or a flag", value)
+    elif value is None:
+        return None
+    first: ValidationError | None = None
+    for rule in rules:
+        try:
+            return rule.check(f"where.{name}", value)
+        except ValidationError as exc:
+            first = first or exc
+    assert first is not None, f"field {name} has no rule"
+    raise first
+
+
+def compile_where(where: object, rules: FieldRules, depth: int = 0) -> Predicate | None:
+    """Validate a `where` clause and turn it into a predicate on data values.
+
+    `rules` maps each field the query may name to its write rules (`field_rules`):
+    every value is checked against them as a write would check it, so a NaN, a 10 MB
+    string, a number past 2**53, a value of the wrong type, or an order comparison on a
+    list field raises `ValidationError` instead of matching nothing.
+    """
     if where is None:
         return None
     if depth > MAX_WHERE_DEPTH:
         raise ValidationError("where", f"nests deeper than {MAX_WHERE_DEPTH} levels", where)
     if isinstance(where, Mapping):
-        return compile_where(("and", *[("eq", k, v) for k, v in where.items()]), known, depth + 1)
+        return compile_where(("and", *[("eq", k, v) for k, v in where.items()]), rules, depth + 1)
     if not isinstance(where, (tuple, list)) or not where or not isinstance(where[0], str):
         raise ValidationError("where", "must be (op, field, value), ('and'|'or', p, ...), ('not', p) or a dict", where)
     op, *args = where
     if op in ("and", "or"):
         if not args:
             raise ValidationError("where", f"{shown(op)} needs at least one predicate", where)
-        parts = [compile_where(a, known, depth + 1) for a in args]
+        parts = [compile_where(a, rules, depth + 1) for a in args]
         combine = all if op == "and" else any
         return lambda data: combine(p(data) for p in parts)  # type: ignore[misc]
     if op == "not":
         if len(args) != 1:
             raise ValidationError("where", "'not' takes one predicate", where)
-        inner = compile_where(args[0], known, depth + 1)
+        inner = compile_where(args[0], rules, depth + 1)
         return lambda data: not inner(data)  # type: ignore[misc]
     if op not in ("eq", "ne", "in", *_COMPARE):
         raise ValidationError("where", f"unknown operator {shown(op)}; operators: eq, ne, lt, lte, gt, gte, in, and, or, not", where)
     if len(args) != 2 or not isinstance(args[0], str):
         raise ValidationError("where", f"{shown(op)} takes a field name and a value", where)
     name, value = args
-    if name not in known:
+    if name not in rules:
         raise ValidationError("where", f"unknown field {shown(name)}", where)
     missing = object()
-    if op == "eq":
-        return lambda data: getattr(data, name, missing) == value
-    if op == "ne":
-        return lambda data: (v := getattr(data, name, missing)) is not missing and v != value
     if op == "in":
-        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
             raise ValidationError("where", "'in' takes a list of values", where)
-        choices = list(value)
+        items = list(itertools.islice(value, MAX_LIST_ITEMS + 1))
+        if len(items) > MAX_LIST_ITEMS:
+            raise ValidationError(f"where.{name}", f"'in' takes at most {MAX_LIST_ITEMS} values", where)
+        choices = [_where_value("eq", name, item, rules[name]) for item in items]
         return lambda data: (v := getattr(data, name, missing)) is not missing and v in choices
+    checked = _where_value(op, name, value, rules[name])
+    if op == "eq":
+        return lambda data: getattr(data, name, missing) == checked
+    if op == "ne":
+        return lambda data: (v := getattr(data, name, missing)) is not missing and v != checked
     compare = _COMPARE[op]
-    return lambda data: (v := getattr(data, name, missing)) is not missing and _orderable(v, value) and compare(v, value)
+    return lambda data: (v := getattr(data, name, missing)) is not missing and _orderable(v, checked) and compare(v, checked)
 
 
-def find(e: Engine, *, type: Any, tags: Iterable[str], where: Any, order_by: str, limit: int | None, budget_tokens: int | None, form: str | None, include_tombstoned: bool, scope: Any, late_binding: bool) -> list[Memory]:
+def find(e: Engine, *, type: Any, tags: Iterable[str], where: Any, order_by: str, limit: int | None, budget_tokens: int | None, form: str | None, include_tombstoned: bool, scope: Any, late_binding: bool, include_superseded: bool = False) -> list[Memory]:
     e.check_open()
     mtype = _memory_type(type)
     tag_list = check_tags(tags)
@@ -141,25 +211,35 @@ def find(e: Engine, *, type: Any, tags: Iterable[str], where: Any, order_by: str
         raise ValidationError("order_by", f"must be one of {', '.join(ORDERS)}", order_by)
     if not isinstance(include_tombstoned, bool) or not isinstance(late_binding, bool):
         raise ValidationError("include_tombstoned" if not isinstance(include_tombstoned, bool) else "late_binding", "must be a bool")
-    if scope is not None:
-        raise ValidationError("scope", "scoped find() is not available in this version; pass scope=None", scope)
+    if not isinstance(include_superseded, bool):
+        raise ValidationError("include_superseded", "must be a bool", include_superseded)
+    signed = None if scope is None else check_signed(scope)
     classes = [DATA_CLASSES[mtype]] if mtype else list(DATA_CLASSES.values())
-    predicate = compile_where(where, {f.name for cls in classes for f in fields(cls)})  # type: ignore[arg-type]
+    predicate = compile_where(where, field_rules(classes))
     if late_binding:
         e.check_writable()
 
     def read() -> list[tuple[bytes, Memory]]:
         now = to_micros(e.now())
         rows = _candidates(e, mtype, tag_list, include_tombstoned)
+        if not include_superseded:
+            rows = rows[(rows["flags"] & FLAG_SUPERSEDED) == 0]
+        budget = budget_tokens
+        if signed is not None:
+            rows, budget = _scoped(e, signed, rows, now, budget)
         if order_by == "salience":
             scores = live_scores(rows["last_used"], rows["access"], rows["citations"], rows["importance"], (rows["flags"] & entry.FLAG_PINNED) != 0, now, e.weights())
             order = np.lexsort((rows["id_lo"], rows["id_hi"], -scores))
         else:
             created = rows["created"].astype(np.int64)
             order = np.lexsort((rows["id_lo"], rows["id_hi"], created if order_by == "created" else -created))
-        return _collect(e, rows[order], tag_list, predicate, limit, budget_tokens, entry.TOKEN_FIELDS[form])
+        return _collect(e, rows[order], tag_list, predicate, limit, budget, entry.TOKEN_FIELDS[form], signed)
 
-    results = e.read(read)
+    try:
+        results = e.read(read, catch_up=signed is not None)
+    except Refusal as refusal:
+        report_violation(e, refusal)
+        raise refusal.error from None
     if late_binding and results:
         touch(e, [r[0] for r in results])
     return [memory for _, memory in results]
@@ -182,8 +262,22 @@ def _candidates(e: Engine, mtype: MemoryType | None, tags: tuple[str, ...], incl
     return rows
 
 
-def _collect(e: Engine, rows: np.ndarray, tags: tuple[str, ...], predicate: Predicate | None, limit: int | None, budget: int | None, token_field: str) -> list[tuple[bytes, Memory]]:
-    """Read candidates in order, chunk by chunk, until the limit or the budget is met."""
+def _scoped(e: Engine, signed: SignedScope, rows: np.ndarray, now: int, budget: int | None) -> tuple[np.ndarray, int | None]:
+    """Verify the scope; keep the candidate rows it may hold (tombstoned rows stay:
+    their frames are no longer indexed, so their heads decide in `_collect`) and the
+    budget within its cap."""
+    digest = verify(e.storage, signed, e.actor, now, now)
+    capped = capped_budget(signed, digest, 0 if budget is None else budget, 0)
+    journal, _ = e.view_state()
+    evaluator = e.scopes.evaluator(e.storage, signed, journal.seq, journal.root)
+    keep = evaluator.mask(rows["id_hi"], rows["id_lo"], rows["type"]) | ((rows["flags"] & entry.FLAG_TOMBSTONED) != 0)
+    return rows[keep], capped or None
+
+
+def _collect(e: Engine, rows: np.ndarray, tags: tuple[str, ...], predicate: Predicate | None, limit: int | None, budget: int | None,
+             token_field: str, scope: SignedScope | None = None) -> list[tuple[bytes, Memory]]:
+    """Read candidates in order, chunk by chunk, until the limit or the budget is met
+    (with a scope, only memories whose head it admits)."""
     out: list[tuple[bytes, Memory]] = []
     used = 0
     for start in range(0, len(rows), _CHUNK):
@@ -196,6 +290,8 @@ def _collect(e: Engine, rows: np.ndarray, tags: tuple[str, ...], predicate: Pred
             memory = Memory.stored(raw_id, unpack(key, raw))
             if any(tag not in memory.tags for tag in tags):
                 continue  # another tag with the same 64-bit hash
+            if scope is not None and not scope.scope.admits(raw_id, int(memory.type), memory.tags, memory_frames(memory.frames)):
+                continue
             if predicate is not None and not predicate(memory.data):
                 continue
             if budget is not None and out and used + tokens > budget:
