@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from interop_helpers import GPU, NOW, Clock, open_store, populate, validate
+from interop_helpers import GPU, NOW, open_store, populate, validate
 
 import cortex
 from cortex.interop import hmx_pack
