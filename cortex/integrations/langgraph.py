@@ -419,7 +419,8 @@ class CortexStore(BaseStore):
     """A LangGraph `BaseStore` whose items are memories of a cortex store.
 
     `store` is an open `cortex.Cortex` (the caller keeps owning it) or a path (opened
-    with `actor`, created if missing, and closed by `close()`). `ttl` is LangGraph's
+    with `actor`, created if missing, and closed by `close()`; without `actor` the
+    store must exist and its own actor is used). `ttl` is LangGraph's
     `TTLConfig` (`default_ttl`, `refresh_on_read`). `clock` returns an aware UTC
     datetime (default: the system clock); it times TTL expiry, so give the cortex
     store's clock if you gave it one, and `context()` agrees on what has expired. See the module docstring for the mapping.
@@ -449,7 +450,10 @@ class CortexStore(BaseStore):
             self._c, self._owned = store, False
         elif isinstance(store, (str, os.PathLike)):
             if actor is None:
-                raise cortex.ValidationError("actor", "is required when the store is given as a path")
+                try:
+                    actor = cortex.store_actor(store)
+                except cortex.NotFound:
+                    raise cortex.ValidationError("actor", f"is required to create a new store at {os.fspath(store)!r}") from None
             self._c, self._owned = cortex.open(store, actor=actor, clock=clock), True
         else:
             raise cortex.ValidationError("store", f"must be an open cortex.Cortex or a path, not {type(store).__name__}", store)

@@ -1,7 +1,10 @@
 """An MCP server over a cortex store (DESIGN §13), on the official `mcp` SDK 2.x.
 
-    python -m cortex.integrations.mcp STORE --actor A [--read-only]
-    cortex mcp STORE --actor A [--read-only]            (the CLI calls `main`)
+    python -m cortex.integrations.mcp STORE [--actor A] [--read-only]
+    cortex mcp STORE [--actor A] [--read-only]            (the CLI calls `main`)
+
+The actor is read from the store when `--actor` is not given (it is needed to
+create a new store).
 
 It speaks the Model Context Protocol over stdio, so an agent host (Claude Desktop,
 Cursor, any MCP client) can give a model the store's memories. Tools:
@@ -295,7 +298,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Serve a cortex store to MCP clients over stdio (logs on stderr).",
     )
     parser.add_argument("store", help="the store directory")
-    parser.add_argument("--actor", required=True, help="the actor the store belongs to")
+    parser.add_argument("--actor", help="the actor the store belongs to (default: read from the store; "
+                        "required to create a new one)")
     parser.add_argument("--read-only", action="store_true",
                         help='open the store with mode="r" (beside a writer) and offer only context, resolve and find')
     return parser
@@ -307,7 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
     try:
-        store = cortex.open(args.store, actor=args.actor, mode="r" if args.read_only else "rw")
+        actor = args.actor if args.actor is not None else cortex.store_actor(args.store)
+        store = cortex.open(args.store, actor=actor, mode="r" if args.read_only else "rw")
     except cortex.CortexError as exc:
         print(f"cortex: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

@@ -429,15 +429,19 @@ def test_read_only_store_beside_the_writer(tmp_path):
 
 def test_construction(tmp_path):
     with pytest.raises(cortex.ValidationError) as info:
-        CortexStore(str(tmp_path / "s"))
+        CortexStore(str(tmp_path / "s"))  # a new store needs its actor
     assert info.value.field == "actor"
+    with CortexStore(str(tmp_path / "s"), actor=ACTOR) as store:
+        store.put(("c",), "k", {"v": 1})
+    with CortexStore(tmp_path / "s") as store:  # an existing one tells its own
+        assert store.cortex.actor == ACTOR and store.get(("c",), "k").value == {"v": 1}
     with open_store(tmp_path / "s") as c:
         with pytest.raises(cortex.ActorMismatch):
             CortexStore(c, actor="someone-else")
         store = CortexStore(c, actor=ACTOR)
         store.close()  # the caller owns `c`: it stays open
         store.put(("still",), "open", {})
-        assert c.stats()["memories"] == 1
+        assert c.stats()["memories"] == 2
     with pytest.raises(cortex.ValidationError):
         CortexStore(42)  # type: ignore[arg-type]
 

@@ -43,7 +43,7 @@ def run(session: Callable[[Client], Awaitable[None]], server: Any) -> None:
 def stdio(store: Path, *extra: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "cortex.integrations.mcp", str(store), "--actor", ACTOR, *extra],
+        args=["-m", "cortex.integrations.mcp", str(store), *extra],
         env={"PYTHONPATH": str(REPO)},
     )
 
@@ -282,7 +282,7 @@ def test_stdio_end_to_end(tmp_path):
         pinned = (await client.read_resource("cortex://pinned")).contents[0].text
         assert new in pinned and uris["identity"] in pinned
 
-    run(session, stdio(path))
+    run(session, stdio(path, "--actor", ACTOR))
     # What the server acknowledged is in the store after it exits.
     with open_store(path) as c:
         assert c.salience(uris["fact"]).citations == 1
@@ -338,5 +338,9 @@ def test_command_line_keeps_stdout_for_the_protocol(tmp_path):
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.startswith("cortex: ActorMismatch: ") and done.stderr.count("\n") == 1
-    done = subprocess.run([*command], input="", capture_output=True, text=True, env=env, timeout=60)
-    assert done.returncode == 2 and "--actor" in done.stderr and done.stdout == ""
+    # Without --actor the store's own actor is used; a store that does not exist needs one.
+    done = subprocess.run(command, input=json.dumps(hello) + "\n", capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0 and json.loads(done.stdout)["id"] == 1
+    done = subprocess.run([sys.executable, "-m", "cortex.integrations.mcp", str(tmp_path / "none"), "--read-only"],
+                          input="", capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2 and done.stderr.startswith("cortex: NotFound: ") and done.stdout == ""
