@@ -42,9 +42,9 @@ bucket and check the rest).
 **Writes.** A put writes a new memory and then tombstones the key's previous one; a
 delete tombstones it (history stays resolvable). `created_at` is kept from the item
 being replaced (as `PostgresStore` does; the in-memory and SQLite stores reset it),
-`updated_at` is the time of the put; every put of a batch has the same time. A crash between the write and the tombstone
-leaves two live memories for a key: reads take the newest (highest id) and the next
-put or delete of the key retires both.
+`updated_at` is the time of the put; every put of a batch has the same time. A crash
+between the write and the tombstone leaves two live memories for a key: reads take
+the newest (highest id) and the next put or delete of the key retires both.
 
 **Sizes.** The value's JSON, the namespace path and the key are each at most 16 KiB
 of UTF-8 (cortex's text limit), and the envelope (namespace and key as JSON, plus
@@ -663,6 +663,7 @@ def _validate_put(op: PutOp) -> _Put:
     _check_size("key", _predicate(op.key), "the key")
     value_json = _encode_value(op.value)
     ttl = _check_ttl("ttl", op.ttl)
+    # The envelope at its largest (a created_at is written once the item is replaced).
     _check_size("key", _envelope(namespace, op.key, datetime.now(timezone.utc), ttl), "the namespace and key together (as JSON)")
     return _Put(namespace, op.key, value_json, ttl)
 
