@@ -186,7 +186,7 @@ def test_a_verb_less_call_is_a_pinned_pack(store):
     (42, "must be a string, a mapping or None, not int"),
     ("x" * (16 * 1024 + 1), "must be at most 16384 bytes of UTF-8 (got 16385)"),
     ({"at": object()}, "a mapping must be JSON-serializable"),
-])
+], ids=["int", "too-long", "not-json"])
 def test_a_bad_query_context_is_refused(store, query, rule):
     populate(store)
     with pytest.raises(cortex.ValidationError) as info:
