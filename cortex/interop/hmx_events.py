@@ -26,7 +26,7 @@ strings of at most 256 bytes, text fields any JSON value, kept as text cut to 2 
 | tool_result | Event intent_completed, success; intent_failed, failure when [error] is set, [success] is false or [is_error] is true | counterparty=tool_name, summary=[output] or [error] | delegate tool:<tool_name> |
 | file_edit | Event intent_completed, success | artifacts=[path], summary=[operation] path: [description] | modify asset:<path> |
 | test_run | Event intent_completed, success when failed == 0; intent_failed, partial when passed > 0, else failure | artifacts=[[suite]], summary=passed, failed, [skipped] | analyze asset:<suite> (with a suite) |
-| command_exec | Event intent_completed, success when [exit_code] is 0 or absent; intent_failed, failure | counterparty=the command's first word, summary=command (exit code) | delegate tool:<first word> |
+| command_exec | Event intent_completed, success when [exit_code] is 0 or absent; intent_failed, failure | counterparty=the first word of command (a string or an argv list), summary=command (exit code) | delegate tool:<first word> |
 | browser_action | Event interaction, success; failure when [error] is set | counterparty=[url]'s host, summary=action [url] | find address:<host> (with a url) |
 | api_result | Event intent_completed, success; intent_failed, failure when [status_code] >= 400 or [error] is set | counterparty=endpoint, summary=endpoint -> status: [body] | acquire service:<endpoint> |
 | decision | Belief, stance believe | statement=decision, subject=[domain], evidence_for=[[rationale]], confidence=[confidence] | - |
@@ -50,19 +50,20 @@ is skipped, and so is an event_id seen earlier in the same input (the first wins
 ingesting the same events again writes nothing and leaves `root()` unchanged.
 Checking the store costs a `find()` per event, so a session the store has never
 seen (no memory tagged with it when the ingest first meets it) is checked once:
-its events can only repeat events of this same ingest, which are remembered (the
-one exception is an event_id reused under another session, against the seed's
-"unique event identifier", which is then ingested again).
+its events can only repeat events of this same ingest, which are remembered. (So
+an event_id already in the store arriving under a session the store has never
+seen, against the seed's "unique event identifier", is ingested again.)
 
 All or nothing, in bounded memory: a first streaming pass validates every event
 by building the memory it becomes, and appends that memory (pickled) to a
 temporary spool file; the first bad event raises before anything is written. A
 second pass reads the spool back in batches of `BATCH_SIZE` and writes each with
 one atomic `write_many`, so memory holds one batch, never the input (what grows
-with it is small: the returned URIs and the tags of the events written). Validation makes a
-refusal all or nothing; the writes are atomic per batch: if the store fails in the
-middle (a full disk, a killed process), the batches before stay written, and
-running the same ingest again completes it, since written events are skipped.
+with it is small: the returned URIs and the tags of the events written).
+Validation makes a refusal all or nothing; the writes are atomic per batch: if the
+store fails in the middle (a full disk, a killed process), the batches before stay
+written, and running the same ingest again completes it, since written events are
+skipped.
 """
 
 from __future__ import annotations

@@ -49,6 +49,7 @@ A trimmed memory's type is known only when the bundle names its URI (its
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -229,7 +230,7 @@ def _assemble(bundle: Bundle, query: str, budget: int, kept: list[_Candidate],
             },
         },
         "created_at": request["now"],
-        "metadata": {"generator": "cortex", "root": bundle.root, "form": bundle.form, "request": dict(request)},
+        "metadata": {"generator": "cortex", "root": bundle.root, "form": bundle.form, "request": copy.deepcopy(dict(request))},
         "dropped_entries": _dropped_entries(bundle, pack_drops[::-1], first_rank=len(entries) + 1),
     }
     constraints = _decision_constraints(ordered)

@@ -31,6 +31,7 @@ condition whenever no pinned memory was trimmed.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +53,7 @@ def build(bundle: Bundle, *, pinned_candidate_tokens: int | None = None) -> JSON
     tokens = {name: sum(int(bundle.tokens[m.id]) for m in members) for name, members in tiers.items()}
     budget = int(bundle.request["budget_tokens"])
     record: JSONDict = {
-        "request": dict(bundle.request),
+        "request": copy.deepcopy(dict(bundle.request)),  # the caller may edit the ledger, not the bundle
         "selected": {name: [m.id for m in members] for name, members in tiers.items()},
         "dropped": list(bundle.dropped_ids),
         "tokens": {**tokens, "total": bundle.total_tokens},

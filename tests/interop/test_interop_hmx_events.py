@@ -268,3 +268,10 @@ def test_100k_events_ingest_in_bounded_memory(store, tmp_path):
     print(f"\n100k events: {seconds:.1f} s ({100_000 / seconds:,.0f} events/s under tracemalloc), peak {peak / 2**20:.1f} MiB")
     assert len(set(uris)) == 100_000
     assert peak < 64 * 2**20  # one batch of Writes plus the 100k result URIs; the input is never held
+
+
+def test_long_texts_are_cut_to_2_kib(store):
+    [uri] = hmx_events.ingest(store, [event(1, "observation", {"observation": "é" * 5000})])
+    text = store.resolve(uri).data.summary
+    assert len(text.encode("utf-8")) <= 2048 and text.endswith("…")
+    assert text.startswith(summary("observation", "éé"))
