@@ -42,9 +42,9 @@ call took). `ranking_weights` are the salience weights the call scored with.
 `pack_id` is `"pack-"` and the first 32 hex digits of the SHA-256 of the canonical
 JSON of the pack without `pack_id`.
 
-A trimmed memory's type is known only when the bundle names its URI (its
-`reachable_uris`); a dropped entry of unknown type has the memory id as
-`source_id` and no `section`.
+A trimmed memory's type is known only when its URI is known (the bundle's
+`reachable_uris`, or the `dropped_uris` a caller passes); a dropped entry of
+unknown type has the memory id as `source_id` and no `section`.
 """
 
 from __future__ import annotations
@@ -124,13 +124,16 @@ class _Candidate:
         return (SECTION_ORDER.index(self.section), *self.best_first())
 
 
-def build(bundle: Bundle, query_context: str | Mapping[str, Any] | None = None) -> JSONDict:
+def build(bundle: Bundle, query_context: str | Mapping[str, Any] | None = None, *,
+          dropped_uris: Sequence[str] = ()) -> JSONDict:
     """The HMX-1.0 Context Pack of `bundle` (see the module docstring).
 
     `query_context`: the query or situation the pack is for (seed 000 §2.1): a
     string; a mapping (stored as its canonical JSON text); or None, which derives
     it from the bundle's request ("acquire service=gpu_inference", or "pinned"
     for a verb-less call). At most 16 KiB of UTF-8, else `ValidationError`.
+    `dropped_uris`: URIs of trimmed memories beyond the bundle's `reachable_uris`,
+    so that their dropped entries can name their section.
     """
     query = _query_context(query_context, bundle.request)
     budget = int(bundle.request["budget_tokens"])
@@ -150,7 +153,7 @@ def build(bundle: Bundle, query_context: str | Mapping[str, Any] | None = None) 
         used -= pack_drops[-1].tokens
     # ... then while the serialized pack is over the size limit.
     while True:
-        pack = _assemble(bundle, query, budget, kept, pack_drops)
+        pack = _assemble(bundle, query, budget, kept, pack_drops, dropped_uris)
         pack["pack_id"] = _PLACEHOLDER_ID  # counted in the size: it is as long as the real one
         excess = len(canonical_json(pack)) - MAX_PACK_BYTES
         if excess <= 0 or not kept:
@@ -191,7 +194,7 @@ def _query_context(value: str | Mapping[str, Any] | None, request: Mapping[str, 
 
 
 def _assemble(bundle: Bundle, query: str, budget: int, kept: list[_Candidate],
-              pack_drops: list[_Candidate]) -> JSONDict:
+              pack_drops: list[_Candidate], dropped_uris: Sequence[str]) -> JSONDict:
     """The pack (without `pack_id`) holding `kept`; `pack_drops` are worst first."""
     ordered = sorted(kept, key=_Candidate.pack_order)
     entries = [_entry(c, rank) for rank, c in enumerate(ordered, start=1)]
@@ -231,7 +234,7 @@ def _assemble(bundle: Bundle, query: str, budget: int, kept: list[_Candidate],
         },
         "created_at": request["now"],
         "metadata": {"generator": "cortex", "root": bundle.root, "form": bundle.form, "request": copy.deepcopy(dict(request))},
-        "dropped_entries": _dropped_entries(bundle, pack_drops[::-1], first_rank=len(entries) + 1),
+        "dropped_entries": _dropped_entries(bundle, pack_drops[::-1], dropped_uris, first_rank=len(entries) + 1),
     }
     constraints = _decision_constraints(ordered)
     if constraints:
@@ -278,7 +281,8 @@ def _section_budgets(ordered: Sequence[_Candidate], budget: int) -> JSONDict:
     return {section: {"budget": shares[section][0] + (section in extra), "used": used} for section, used in use.items()}
 
 
-def _dropped_entries(bundle: Bundle, pack_drops: Sequence[_Candidate], first_rank: int) -> list[JSONDict]:
+def _dropped_entries(bundle: Bundle, pack_drops: Sequence[_Candidate], dropped_uris: Sequence[str],
+                     first_rank: int) -> list[JSONDict]:
     """The best `MAX_DROPPED_ENTRIES` drops, best first: the pack's own drops (all
     scored at least as high as anything `context()` trimmed), then the bundle's."""
     dropped: list[JSONDict] = []
@@ -293,7 +297,7 @@ def _dropped_entries(bundle: Bundle, pack_drops: Sequence[_Candidate], first_ran
         })
     room = MAX_DROPPED_ENTRIES - len(dropped)
     if room > 0:
-        known = _uris_by_id(bundle.reachable_uris)
+        known = _uris_by_id([*bundle.reachable_uris, *dropped_uris])
         for memory_id in bundle.dropped_ids[:room]:
             item: JSONDict = {
                 "source_id": memory_id,

@@ -192,3 +192,18 @@ def test_a_bad_query_context_is_refused(store, query, rule):
     with pytest.raises(cortex.ValidationError) as info:
         hmx_pack.build(store.context(**ASK), query)
     assert (info.value.field, info.value.rule) == ("query_context", rule)
+
+
+def test_a_dropped_memory_of_unknown_type_is_named_by_id_unless_its_uri_is_given(store):
+    store.write_many([cortex.Write(cortex.Fact(statement=f"offer {i}", subject="acme", predicate="price"), frames=[GPU])
+                      for i in range(200)])
+    bundle = store.context(**ASK, budget_tokens=20)
+    known = {u.rsplit("/", 1)[1].split("#")[0] for u in bundle.reachable_uris}
+    unknown = [i for i in bundle.dropped_ids[:100] if i not in known]
+    assert unknown  # 100 entries, at most 64 reachable URIs
+    entries = {d["source_id"]: d for d in hmx_pack.build(bundle)["dropped_entries"]}
+    assert entries[unknown[0]]["source_type"] == "memory" and "section" not in entries[unknown[0]]
+    uris = [store.resolve_latest(i).uri for i in unknown]
+    pack = hmx_pack.build(bundle, dropped_uris=uris)
+    check_invariants(pack, bundle)
+    assert all(d["section"] == "facts" and d["source_id"].startswith("cortex://Fact/") for d in pack["dropped_entries"])
