@@ -7,12 +7,12 @@
 
 `type` and `data` are required; `frames`, `tags`, `importance`, `confidence`,
 `source` and `expires_at` are optional, with the defaults of `Cortex.write()`.
-`memory_from_json()` turns such an object into a `cortex.Write` and
+`memory_from_json()` turns such an object into a `Write` and
 `memory_to_json()` turns a stored `Memory` back into one, so that
 `memory_from_json(memory_to_json(m))` writes the same memory again.
 
 Validation is strict: an unknown key anywhere, a value of the wrong JSON type, or a
-rule of the data class broken raises `cortex.ValidationError` (or one of its
+rule of the data class broken raises `ValidationError` (or one of its
 subclasses, such as `InvalidVerb`) whose `field` is the JSON path of the culprit:
 `type`, `data.statement`, `frames[0].kind`, `tags[2]`, `expires_at`. Times are ISO
 8601 text with a timezone (`2025-01-31T12:00:00Z`); lists stand for the data
@@ -29,11 +29,14 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-import cortex
+from ..errors import ValidationError
+from ..memory import Memory
+from ..model import DATA_CLASSES, Frame, MemoryType
+from ..writes import Write
 
 __all__ = ["memory_from_json", "memory_to_json", "TYPE_NAMES", "data_fields"]
 
-TYPE_NAMES: tuple[str, ...] = tuple(member.type_name for member in cortex.MemoryType)
+TYPE_NAMES: tuple[str, ...] = tuple(member.type_name for member in MemoryType)
 """The memory type names a JSON memory's `type` may take, in type-code order."""
 
 _TOP_LEVEL = ("type", "data", "frames", "tags", "importance", "confidence", "source", "expires_at")
@@ -41,7 +44,7 @@ _FRAME_KEYS = ("verb", "kind", "ref")
 
 
 def _data_class(type_name: str) -> type[Any]:
-    cls: type[Any] = getattr(cortex, type_name)
+    cls: type[Any] = DATA_CLASSES[MemoryType.from_type_name(type_name)]
     return cls
 
 
@@ -71,30 +74,30 @@ def _list_fields(type_name: str) -> frozenset[str]:
     )
 
 
-def memory_from_json(obj: object) -> cortex.Write:
-    """A `cortex.Write` from one memory as JSON (a parsed object, not text).
+def memory_from_json(obj: object) -> Write:
+    """A `Write` from one memory as JSON (a parsed object, not text).
 
-    Raises `cortex.ValidationError` naming the JSON path of the first problem; nothing
+    Raises `ValidationError` naming the JSON path of the first problem; nothing
     is written by this function.
     """
     if not isinstance(obj, Mapping):
-        raise cortex.ValidationError("memory", f"must be a JSON object, not {_json_type(obj)}", obj)
+        raise ValidationError("memory", f"must be a JSON object, not {_json_type(obj)}", obj)
     for key in obj:
         if key not in _TOP_LEVEL:
-            raise cortex.ValidationError(str(key), f"unknown field; a memory has {', '.join(_TOP_LEVEL)}", obj[key])
+            raise ValidationError(str(key), f"unknown field; a memory has {', '.join(_TOP_LEVEL)}", obj[key])
     if "type" not in obj:
-        raise cortex.ValidationError("type", f"is required; one of {', '.join(TYPE_NAMES)}")
+        raise ValidationError("type", f"is required; one of {', '.join(TYPE_NAMES)}")
     type_name = obj["type"]
     if not isinstance(type_name, str) or type_name not in TYPE_NAMES:
-        raise cortex.ValidationError("type", f"must be one of {', '.join(TYPE_NAMES)}", type_name)
+        raise ValidationError("type", f"must be one of {', '.join(TYPE_NAMES)}", type_name)
     if "data" not in obj:
-        raise cortex.ValidationError("data", "is required: an object with the fields of the type")
+        raise ValidationError("data", "is required: an object with the fields of the type")
     data = _data(type_name, obj["data"])
     frames = _frames(obj.get("frames", []))
     tags = obj.get("tags", [])
     if not isinstance(tags, list):
-        raise cortex.ValidationError("tags", f"must be a list of strings, not {_json_type(tags)}", tags)
-    return cortex.Write(
+        raise ValidationError("tags", f"must be a list of strings, not {_json_type(tags)}", tags)
+    return Write(
         data,
         frames=frames,
         tags=tuple(tags),
@@ -105,7 +108,7 @@ def memory_from_json(obj: object) -> cortex.Write:
     )
 
 
-def memory_to_json(memory: cortex.Memory) -> dict[str, Any]:
+def memory_to_json(memory: Memory) -> dict[str, Any]:
     """One stored memory (the version `memory` is) as JSON: the object
     `memory_from_json()` reads, with every optional field present except an absent
     `expires_at`."""
@@ -130,39 +133,39 @@ def iso(value: datetime) -> str:
 
 def _data(type_name: str, raw: object) -> Any:
     if not isinstance(raw, Mapping):
-        raise cortex.ValidationError("data", f"must be a JSON object with the fields of {type_name}, not {_json_type(raw)}", raw)
+        raise ValidationError("data", f"must be a JSON object with the fields of {type_name}, not {_json_type(raw)}", raw)
     names = data_fields(type_name)
     times = _datetime_fields(type_name)
     lists = _list_fields(type_name)
     values: dict[str, object] = {}
     for name, value in raw.items():
         if name not in names:
-            raise cortex.ValidationError(f"data.{name}", f"unknown field of {type_name}; its fields are {', '.join(names)}", value)
+            raise ValidationError(f"data.{name}", f"unknown field of {type_name}; its fields are {', '.join(names)}", value)
         if name in lists and value is not None and not isinstance(value, list):
-            raise cortex.ValidationError(f"data.{name}", f"must be a list of strings, not {_json_type(value)}", value)
+            raise ValidationError(f"data.{name}", f"must be a list of strings, not {_json_type(value)}", value)
         values[name] = _time(f"data.{name}", value) if name in times else value
     try:
         return _data_class(type_name)(**values)
-    except cortex.ValidationError as exc:
+    except ValidationError as exc:
         raise type(exc)(f"data.{exc.field}", exc.rule, exc.value) from None
 
 
-def _frames(raw: object) -> tuple[cortex.Frame, ...]:
+def _frames(raw: object) -> tuple[Frame, ...]:
     if not isinstance(raw, list):
-        raise cortex.ValidationError("frames", f"must be a list of {{verb, kind, ref}} objects, not {_json_type(raw)}", raw)
+        raise ValidationError("frames", f"must be a list of {{verb, kind, ref}} objects, not {_json_type(raw)}", raw)
     frames = []
     for i, item in enumerate(raw):
         if not isinstance(item, Mapping):
-            raise cortex.ValidationError(f"frames[{i}]", "must be an object {verb, kind, ref}", item)
+            raise ValidationError(f"frames[{i}]", "must be an object {verb, kind, ref}", item)
         for key in item:
             if key not in _FRAME_KEYS:
-                raise cortex.ValidationError(f"frames[{i}].{key}", "unknown field; a frame has verb, kind, ref", item[key])
+                raise ValidationError(f"frames[{i}].{key}", "unknown field; a frame has verb, kind, ref", item[key])
         for key in _FRAME_KEYS:
             if key not in item:
-                raise cortex.ValidationError(f"frames[{i}].{key}", "is required")
+                raise ValidationError(f"frames[{i}].{key}", "is required")
         try:
-            frames.append(cortex.Frame(item["verb"], item["kind"], item["ref"]))
-        except cortex.ValidationError as exc:
+            frames.append(Frame(item["verb"], item["kind"], item["ref"]))
+        except ValidationError as exc:
             # Frame names its fields "frame.verb", "frame.kind", "frame.ref".
             raise type(exc)(f"frames[{i}].{exc.field.rpartition('.')[2]}", exc.rule, exc.value) from None
     return tuple(frames)
@@ -173,13 +176,13 @@ def _time(field: str, value: object) -> datetime | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise cortex.ValidationError(field, f"must be ISO 8601 text such as 2025-01-31T12:00:00Z, not {_json_type(value)}", value)
+        raise ValidationError(field, f"must be ISO 8601 text such as 2025-01-31T12:00:00Z, not {_json_type(value)}", value)
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise cortex.ValidationError(field, "must be ISO 8601 text such as 2025-01-31T12:00:00Z", value) from None
+        raise ValidationError(field, "must be ISO 8601 text such as 2025-01-31T12:00:00Z", value) from None
     if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise cortex.ValidationError(field, "must name its timezone (a Z or an offset such as +02:00)", value)
+        raise ValidationError(field, "must name its timezone (a Z or an offset such as +02:00)", value)
     return parsed
 
 
