@@ -60,7 +60,9 @@ fingerprint without its id and hash; `fingerprint_hash` and the envelope's
 `integrity_hash` follow DESIGN §9.
 
 Import verifies the envelope and both hashes first and refuses any mismatch
-(`FingerprintIntegrityError`) before writing anything; then writes, in one atomic
+(`FingerprintIntegrityError`) before writing anything (the hashes cover the
+fingerprint; the envelope's other fields are checked for shape: the format, the
+versions, `exported_at` and `exported_by` strings); then writes, in one atomic
 batch, a memory per policy, task schema or playbook summary whose artifact the
 store does not already hold live (policies become Constraints or Preferences by
 their id prefix, anything else a Constraint; task schemas and playbooks become
