@@ -12,9 +12,11 @@ of the same names delegate to them:
 * `canonical`: the canonical JSON and SHA-256 rules all of them hash with;
 * `memory_json`: one memory as JSON (CLI and MCP); `jsonl`: the full export.
 
-The store side is typed with `InteropStore`, the few methods of `cortex.Cortex`
-these modules call, so that interop depends on the public handle's shape and never
-imports the module that implements it.
+Interop sits below the facade in the package's layering (pyproject.toml): these
+modules import the lower modules they use (model, memory, writes, errors), never
+the `cortex` package itself. The store side is typed with `InteropStore`, the few
+methods of `cortex.Cortex` these modules call, so that interop depends on the
+handle's shape and never imports the module that implements it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from cortex import Memory, Write
+    from ..memory import Memory
+    from ..writes import Write
 
 
 class InteropStore(Protocol):

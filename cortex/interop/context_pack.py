@@ -42,12 +42,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import cortex
-
+from ..errors import ValidationError
+from ..memory import Memory
+from ..model import Belief, Capability, Constraint, Event, Goal, ObjKind, Pattern, Preference
 from .canonical import JSONDict, content_hash
 
 if TYPE_CHECKING:
-    from cortex import Bundle, Memory
+    from ..context import Bundle
 
 __all__ = ["build", "SCHEMA_VERSION"]
 
@@ -60,7 +61,7 @@ _DURABLE_TYPES = ("Fact", "Belief", "Capability", "Pattern")
 def build(bundle: Bundle, intent: str) -> JSONDict:
     """The ContextPackV2 of `bundle` for `intent` (see the module docstring)."""
     if not isinstance(intent, str):
-        raise cortex.ValidationError("intent", f"must be a string, not {type(intent).__name__}", intent)
+        raise ValidationError("intent", f"must be a string, not {type(intent).__name__}", intent)
     view = _View(bundle)
     survivors = view.by_score(bundle.memories())
     pinned_ids = {m.id for m in bundle.pinned}
@@ -68,17 +69,17 @@ def build(bundle: Bundle, intent: str) -> JSONDict:
     durable_ids = {m.id for m in durable}
     frame_relevant = [m for m in view.by_score(bundle.frame_relevant) if m.id not in durable_ids]
     constraints = sorted(
-        ((m, m.data) for m in survivors if isinstance(m.data, cortex.Constraint)),
+        ((m, m.data) for m in survivors if isinstance(m.data, Constraint)),
         key=lambda pair: (_STRENGTH_ORDER[pair[1].strength], -view.score(pair[0]), pair[0].id),
     )
-    goals = [(m, m.data) for m in survivors if isinstance(m.data, cortex.Goal) and m.data.status == "active"]
+    goals = [(m, m.data) for m in survivors if isinstance(m.data, Goal) and m.data.status == "active"]
     newest_first = sorted(sorted(bundle.memories(), key=lambda m: m.id), key=lambda m: m.created_at, reverse=True)
     pack: JSONDict = {
         "schema_version": SCHEMA_VERSION,
         "created_at": bundle.request["now"],
         "intent": intent,
         "constraints": [view.text(m) for m, _ in constraints],
-        "preferences": [view.text(m) for m in survivors if isinstance(m.data, cortex.Preference)],
+        "preferences": [view.text(m) for m in survivors if isinstance(m.data, Preference)],
         "durable_facts": [
             {
                 "memory_id": m.id,
@@ -90,13 +91,13 @@ def build(bundle: Bundle, intent: str) -> JSONDict:
             }
             for m in durable
         ],
-        "relevant_facts": [view.anchored(m) for m in frame_relevant if not isinstance(m.data, cortex.Event)],
-        "evidence": [view.anchored(m) for m in frame_relevant if isinstance(m.data, cortex.Event)],
+        "relevant_facts": [view.anchored(m) for m in frame_relevant if not isinstance(m.data, Event)],
+        "evidence": [view.anchored(m) for m in frame_relevant if isinstance(m.data, Event)],
         "prior_decisions": [
             {
                 "decision_id": m.id,
                 "title": view.text(m),
-                "rationale": m.data.summary if isinstance(m.data, cortex.Event) else None,
+                "rationale": m.data.summary if isinstance(m.data, Event) else None,
                 "source_path": m.uri,
             }
             for m in bundle.outcomes
@@ -105,16 +106,16 @@ def build(bundle: Bundle, intent: str) -> JSONDict:
         "episode_state": [
             {"episode_id": m.id, "summary": view.text(m), "score": view.score(m)}
             for m in newest_first
-            if isinstance(m.data, cortex.Event)
+            if isinstance(m.data, Event)
         ],
         "conflicts": [
             {"artifact_id": m.id, "text": view.text(m), "score": view.score(m)}
             for m in survivors
-            if isinstance(m.data, cortex.Belief) and (m.data.stance in ("doubt", "suspect") or m.data.evidence_against)
+            if isinstance(m.data, Belief) and (m.data.stance in ("doubt", "suspect") or m.data.evidence_against)
         ],
         "pack_strategy": "memory_first",
         "suggested_plan": _plan(survivors),
-        "allowed_actions": [view.text(m) for m in survivors if isinstance(m.data, cortex.Capability)],
+        "allowed_actions": [view.text(m) for m in survivors if isinstance(m.data, Capability)],
         "success_criteria": list(dict.fromkeys(criterion for _, goal in goals for criterion in goal.success_criteria)),
         "policy_controls": {
             "hard_constraints": [view.text(m) for m, data in constraints if data.strength == "hard"],
@@ -133,12 +134,12 @@ def _plan(survivors: Sequence[Memory]) -> list[JSONDict]:
     steps: list[JSONDict] = []
     for m in survivors:
         data = m.data
-        if isinstance(data, cortex.Pattern):
+        if isinstance(data, Pattern):
             steps.append({
                 "step_id": f"step-{len(steps) + 1}",
                 "title": data.statement,
                 "dependencies": [],
-                "tool_requirements": sorted({f.ref for f in m.frames if f.kind is cortex.ObjKind.TOOL}),
+                "tool_requirements": sorted({f.ref for f in m.frames if f.kind is ObjKind.TOOL}),
                 "risk_level": "low" if data.strength >= 0.7 else "medium" if data.strength >= 0.4 else "high",
             })
     return steps
@@ -174,8 +175,8 @@ class _View:
 
 def _evidence(m: Memory) -> tuple[str, ...]:
     data = m.data
-    if isinstance(data, cortex.Belief):
+    if isinstance(data, Belief):
         return data.evidence_for
-    if isinstance(data, cortex.Pattern):
+    if isinstance(data, Pattern):
         return data.derived_from
     return ()

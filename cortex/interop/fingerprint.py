@@ -81,17 +81,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import cortex
-from cortex.errors import ValidationError
-
+from ..errors import ValidationError
+from ..memory import Memory
+from ..model import Belief, Constraint, Event, Frame, ObjKind, Pattern, Preference
+from ..writes import Write
 from . import InteropStore
 from .canonical import JSONDict, canonical_json, content_hash, cut_utf8, without
 from .hmx_pack import SECTION_OF_TYPE, SECTION_ORDER
-
-if TYPE_CHECKING:
-    from cortex import Frame, Memory, Write
 
 __all__ = ["export", "import_", "TIERS", "TIER_LIMITS", "FingerprintIntegrityError", "import_tag"]
 
@@ -181,7 +179,7 @@ def _artifact(data: object, frames: Sequence[Frame], tags: Iterable[str], confid
     """The summary of a memory (or of a `cortex.Write`), None for non-artifact types."""
     frame_texts = sorted({_frame_text(f) for f in frames})
     tag_list = sorted(set(tags))
-    if isinstance(data, cortex.Constraint):
+    if isinstance(data, Constraint):
         kind, set_name = "constraint", "policy_set"
         body: JSONDict = {
             "condition": data.trigger or "",
@@ -191,7 +189,7 @@ def _artifact(data: object, frames: Sequence[Frame], tags: Iterable[str], confid
             "outcome_count": 0,
             "tags": tag_list,
         }
-    elif isinstance(data, cortex.Preference):
+    elif isinstance(data, Preference):
         kind, set_name = "preference", "policy_set"
         detail = " — ".join(t for t in (data.value, data.rationale) if t) or data.topic
         body = {
@@ -202,12 +200,12 @@ def _artifact(data: object, frames: Sequence[Frame], tags: Iterable[str], confid
             "outcome_count": 0,
             "tags": tag_list,
         }
-    elif isinstance(data, cortex.Pattern):
+    elif isinstance(data, Pattern):
         kind, set_name = "pattern", "task_schema_set"
         body = {
             "title": data.statement,
             "steps": [],
-            "tools_used": sorted({f.ref for f in frames if f.kind is cortex.ObjKind.TOOL}),
+            "tools_used": sorted({f.ref for f in frames if f.kind is ObjKind.TOOL}),
             "preconditions": frame_texts,
             "postconditions": [],
             "complexity": "low" if data.coverage < 5 else "medium" if data.coverage < 20 else "high",
@@ -298,9 +296,9 @@ class _Stats:
     def add(self, m: Memory) -> None:
         self.newest = max(self.newest, m.updated_at)
         data = m.data
-        if isinstance(data, cortex.Event):
+        if isinstance(data, Event):
             self.events += 1
-        if isinstance(data, cortex.Belief):
+        if isinstance(data, Belief):
             self.beliefs_all += 1
             self.corrected += m.version > 1 or m.tombstoned
         if m.tombstoned:
@@ -318,9 +316,9 @@ class _Stats:
             self.promoted_confidence += m.confidence
         self._add_graph(m)
         self._add_session(m)
-        if isinstance(data, cortex.Event):
+        if isinstance(data, Event):
             self._add_event(m, data)
-        elif isinstance(data, cortex.Belief):
+        elif isinstance(data, Belief):
             self.beliefs += 1
             self.belief_confidence += m.confidence
             if data.subject:
@@ -345,8 +343,8 @@ class _Stats:
                 first, last, count = self.sessions.get(tag, (m.created_at, m.created_at, 0))
                 self.sessions[tag] = (min(first, m.created_at), max(last, m.created_at), count + 1)
 
-    def _add_event(self, m: Memory, data: cortex.Event) -> None:
-        tools = {f.ref for f in m.frames if f.kind is cortex.ObjKind.TOOL}
+    def _add_event(self, m: Memory, data: Event) -> None:
+        tools = {f.ref for f in m.frames if f.kind is ObjKind.TOOL}
         if tools:
             self.tool_calls += 1
             self.tool_successes += data.outcome == "success"
@@ -523,11 +521,11 @@ def import_(store: InteropStore, envelope: Mapping[str, Any] | str | bytes) -> i
             existing.add(artifact.artifact_id)
             new.append(write)
     source = str(fingerprint.get("agent_id") or fingerprint["tenant_id"])
-    record = cortex.Event(
+    record = Event(
         kind="observation", outcome="success", counterparty=cut_utf8(source, 256),
         summary=f"imported HMX fingerprint {fingerprint['fingerprint_id']}: {len(new)} artifacts",
     )
-    store.write_many([*new, cortex.Write(record, tags=(marker,), source="hmx-fingerprint")])
+    store.write_many([*new, Write(record, tags=(marker,), source="hmx-fingerprint")])
     return len(new)
 
 
@@ -645,16 +643,16 @@ class _Summary:
             verb, _, rest = text.partition(":")
             kind, _, ref = rest.partition(":")
             try:
-                frames.append(cortex.Frame(verb, kind, ref))
+                frames.append(Frame(verb, kind, ref))
             except ValidationError:
                 continue
         return tuple(frames[:16])
 
-    def write(self, data: cortex.Constraint | cortex.Preference | cortex.Pattern, *, frames: tuple[Frame, ...],
+    def write(self, data: Constraint | Preference | Pattern, *, frames: tuple[Frame, ...],
               confidence: float) -> Write:
         """The memory a summary becomes (at most 16 of its distinct tags)."""
         try:
-            return cortex.Write(data, frames=frames, tags=tuple(dict.fromkeys(self.texts("tags")))[:16],
+            return Write(data, frames=frames, tags=tuple(dict.fromkeys(self.texts("tags")))[:16],
                                 confidence=confidence, source="hmx-fingerprint")
         except ValidationError as exc:
             raise type(exc)(f"{self.path}.{exc.field}", exc.rule, exc.value) from None
@@ -690,17 +688,17 @@ def _policy(s: _Summary) -> Write:
     if artifact_id.startswith("preference-"):
         match = _PREFERENCE_TEXT.fullmatch(recommendation)
         polarity, detail = (match.group(1), match.group(2)) if match else ("prefer", recommendation)
-        preference = cortex.Preference(topic=condition or detail, polarity=polarity, strength=confidence, value=detail)
+        preference = Preference(topic=condition or detail, polarity=polarity, strength=confidence, value=detail)
         return s.write(preference, frames=frames, confidence=1.0)
     match = _CONSTRAINT_TEXT.fullmatch(recommendation)
     strength, polarity, statement = match.groups() if match else ("soft", "do", recommendation)
-    constraint = cortex.Constraint(statement=statement, strength=strength, polarity=polarity, source="learned", trigger=condition or None)
+    constraint = Constraint(statement=statement, strength=strength, polarity=polarity, source="learned", trigger=condition or None)
     return s.write(constraint, frames=frames, confidence=confidence)
 
 
 def _task_schema(s: _Summary) -> Write:
     title = s.text("title")
-    data = cortex.Pattern(statement=title, strength=s.number("success_rate", 0.5, hi=1.0),
+    data = Pattern(statement=title, strength=s.number("success_rate", 0.5, hi=1.0),
                           coverage=min(s.count("observed_count"), 2**53))
     return s.write(data, frames=s.frames("preconditions"), confidence=s.number("confidence", 1.0, hi=1.0))
 
@@ -708,7 +706,7 @@ def _task_schema(s: _Summary) -> Write:
 def _playbook(s: _Summary) -> Write:
     title = s.text("title")
     failure = s.text("failure_pattern", required=False)
-    data = cortex.Pattern(statement=f"{title}: {failure}" if failure else title, strength=s.number("confidence", 0.5, hi=1.0),
+    data = Pattern(statement=f"{title}: {failure}" if failure else title, strength=s.number("confidence", 0.5, hi=1.0),
                           coverage=min(s.count("occurrence_count"), 2**53))
     return s.write(data, frames=(), confidence=s.number("confidence", 1.0, hi=1.0))
 

@@ -76,17 +76,14 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 from urllib.parse import urlsplit
 
-import cortex
-from cortex.errors import ValidationError
-
+from ..errors import ValidationError
+from ..model import Belief, Event, Fact, Frame
+from ..writes import Write
 from . import InteropStore
 from .canonical import canonical_json, cut_utf8, sha256_hex
-
-if TYPE_CHECKING:
-    from cortex import Frame, Write
 
 __all__ = ["ingest", "EVENT_TYPES", "MalformedEvent", "UnsupportedHMXVersion", "BATCH_SIZE", "event_tag"]
 
@@ -408,7 +405,7 @@ def _parse_time(top: _Fields, text: str) -> datetime:
 
 
 # What one event becomes: its data, its frames and its confidence.
-_Built = tuple["cortex.Event | cortex.Belief | cortex.Fact", list["Frame"], float]
+_Built = tuple[Event | Belief | Fact, list[Frame], float]
 
 
 def _convert(line: int, event: Mapping[str, Any]) -> _Converted:
@@ -418,7 +415,7 @@ def _convert(line: int, event: Mapping[str, Any]) -> _Converted:
     tags = (event_tag(env.event_id), _tag("hmx.type:", env.event_type), _tag("hmx.session:", env.session_id))
     try:
         data, frames, confidence = convert(env)
-        write = cortex.Write(data, frames=tuple(frames), tags=tags, confidence=confidence, source=f"hmx:{env.agent_id}")
+        write = Write(data, frames=tuple(frames), tags=tags, confidence=confidence, source=f"hmx:{env.agent_id}")
     except MalformedEvent:
         raise
     except ValidationError as exc:  # a rule of the memory the reads did not check: name it anyway
@@ -427,15 +424,15 @@ def _convert(line: int, event: Mapping[str, Any]) -> _Converted:
 
 
 def _event(env: _Envelope, kind: str, outcome: str, detail: str | None, *, counterparty: str | None = None,
-           artifacts: tuple[str, ...] = (), intent_ref: str | None = None) -> cortex.Event:
+           artifacts: tuple[str, ...] = (), intent_ref: str | None = None) -> Event:
     """The Event an event becomes; its summary starts with the timestamp and type."""
     summary = f"{env.timestamp} {env.event_type}" + (f": {detail}" if detail else "")
-    return cortex.Event(kind=kind, outcome=outcome, counterparty=counterparty, artifacts=artifacts,
+    return Event(kind=kind, outcome=outcome, counterparty=counterparty, artifacts=artifacts,
                         intent_ref=intent_ref, summary=cut_utf8(summary, MAX_TEXT_BYTES))
 
 
 def _frame(verb: str, kind: str, ref: str | None) -> list[Frame]:
-    return [] if ref is None else [cortex.Frame(verb, kind, ref)]
+    return [] if ref is None else [Frame(verb, kind, ref)]
 
 
 def _message(env: _Envelope) -> _Built:
@@ -538,7 +535,7 @@ def _decision(env: _Envelope) -> _Built:
     rationale = c.opt_text("rationale")
     domain = c.opt_name("domain")
     confidence = c.opt_number("confidence", 0.0, 1.0)
-    data = cortex.Belief(statement=decision, stance="believe", subject=domain, evidence_for=(rationale,) if rationale else ())
+    data = Belief(statement=decision, stance="believe", subject=domain, evidence_for=(rationale,) if rationale else ())
     return data, [], 1.0 if confidence is None else confidence
 
 
@@ -562,7 +559,7 @@ def _state_change(env: _Envelope) -> _Built:
     old = c.opt_text("from")
     subject = f"{entity}.{field}" if field else entity
     statement = cut_utf8(f"{subject}: {old if old is not None else '?'} -> {new}", MAX_TEXT_BYTES)
-    data = cortex.Fact(statement=statement, subject=entity, predicate=field or "state", object=new, as_of=env.at)
+    data = Fact(statement=statement, subject=entity, predicate=field or "state", object=new, as_of=env.at)
     return data, _frame("monitor", "knowledge", entity), 1.0
 
 

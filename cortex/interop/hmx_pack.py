@@ -54,12 +54,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import cortex
-
+from ..errors import ValidationError
+from ..memory import Memory
+from ..model import Belief, Constraint, Pattern
 from .canonical import JSONDict, canonical_json, content_hash, cut_utf8
 
 if TYPE_CHECKING:
-    from cortex import Bundle, Memory
+    from ..context import Bundle
 
 __all__ = ["build", "HMX_VERSION", "SECTION_OF_TYPE", "SECTION_ORDER"]
 
@@ -179,17 +180,17 @@ def _query_context(value: str | Mapping[str, Any] | None, request: Mapping[str, 
         try:
             text = canonical_json(dict(value)).decode("utf-8")
         except (TypeError, ValueError):
-            raise cortex.ValidationError("query_context", "a mapping must be JSON-serializable", value) from None
+            raise ValidationError("query_context", "a mapping must be JSON-serializable", value) from None
     elif isinstance(value, str):
         text = value
     else:
-        raise cortex.ValidationError("query_context", f"must be a string, a mapping or None, not {type(value).__name__}", value)
+        raise ValidationError("query_context", f"must be a string, a mapping or None, not {type(value).__name__}", value)
     try:
         size = len(text.encode("utf-8"))
     except UnicodeEncodeError:
-        raise cortex.ValidationError("query_context", "must be valid Unicode (no lone surrogates)", value) from None
+        raise ValidationError("query_context", "must be valid Unicode (no lone surrogates)", value) from None
     if size > MAX_QUERY_CONTEXT_BYTES:
-        raise cortex.ValidationError("query_context", f"must be at most {MAX_QUERY_CONTEXT_BYTES} bytes of UTF-8 (got {size})", value)
+        raise ValidationError("query_context", f"must be at most {MAX_QUERY_CONTEXT_BYTES} bytes of UTF-8 (got {size})", value)
     return text
 
 
@@ -258,9 +259,9 @@ def _entry(c: _Candidate, rank: int) -> JSONDict:
 
 def _evidence_count(m: Memory) -> int:
     data = m.data
-    if isinstance(data, cortex.Belief):
+    if isinstance(data, Belief):
         return len(data.evidence_for)
-    if isinstance(data, cortex.Pattern):
+    if isinstance(data, Pattern):
         return len(data.derived_from)
     return 1
 
@@ -327,7 +328,7 @@ def _decision_constraints(ordered: Sequence[_Candidate]) -> list[JSONDict]:
     out: list[JSONDict] = []
     for c in ordered:
         data = c.memory.data
-        if isinstance(data, cortex.Constraint):
+        if isinstance(data, Constraint):
             out.append({
                 "artifact_id": c.memory.uri,
                 "condition": cut_utf8(data.trigger or "always", _CONSTRAINT_TEXT_BYTES),

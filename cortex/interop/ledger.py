@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from .canonical import JSONDict, content_hash, without
 
 if TYPE_CHECKING:
-    from cortex import Bundle
+    from ..context import Bundle
 
 __all__ = ["build", "verify", "snapshot_hash", "HASH_KEY"]
 
