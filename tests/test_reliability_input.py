@@ -14,6 +14,12 @@ root and every stored byte are unchanged), and a read never changes the root.
 Any other exception (TypeError, RecursionError, OverflowError, ...) is a bug and
 fails the test.
 
+Where the right outcome is known, it is demanded exactly (`reject()`: this error
+class, naming this field, nothing written): the values that once escaped as other
+exceptions, an `entropy` that returns garbage, and lists of 100,000 distinct tags,
+frames or list items, passed as iterables that fail the test if read past the item
+that breaks the limit (the check must stop there, not deduplicate everything first).
+
 `CORTEX_HOSTILE_EXAMPLES` sets the number of examples per property (default 150).
 The big and self-referencing values are drawn as named stand-ins (`<huge_text>`,
 `<deep_list>`, ...) so that Hypothesis can print a falsifying example; `real()`
@@ -47,9 +53,11 @@ from cortex import (
     Frame,
     Goal,
     Identity,
+    InvalidVerb,
     Pattern,
     Preference,
     Tier,
+    ValidationError,
     Write,
 )
 
@@ -108,7 +116,7 @@ SPECIAL = {
     "huge_text": HUGE_TEXT,
     "huge_unicode": "é" * (5 * 1024 * 1024),
     "huge_bytes": HUGE_TEXT.encode(),
-    "long_list": ["x"] * 100_000,
+    "long_list": [f"x{i}" for i in range(100_000)],  # distinct: deduplication cannot shrink it
     "cyclic_list": _cyclic_list(),
     "cyclic_dict": _cyclic_dict(),
     "cyclic_where": _cyclic_where(),
@@ -634,45 +642,136 @@ def test_open_with_hostile_paths(tmp_path):
     assert not escapes, f"{len(escapes)} hostile paths escaped as non-CortexError exceptions:\n" + "\n".join(escapes)
 
 
+def reject(c, label: str, fn, error: type[CortexError], field: str) -> CortexError:
+    """Run a call that must be rejected: it raises exactly `error` naming `field`,
+    and the store's root and every stored byte are unchanged."""
+    root, digest = c.root(), raw_digest(c)
+    TALLY["inputs"] += 1
+    with pytest.raises(CortexError) as info:
+        fn()
+    TALLY["rejected"] += 1
+    exc = info.value
+    assert type(exc) is error and getattr(exc, "field", None) == field, f"{label}: {type(exc).__name__}({getattr(exc, 'field', None)!r}): {exc}"
+    assert c.root() == root and raw_digest(c) == digest, f"{label} raised but wrote to the store"
+    return exc
+
+
 # One line per hostile value found to escape as a non-CortexError while this suite
-# was written, so that each shows up as its own failure with a plain reproduction.
+# was written, so that each shows up as its own failure with a plain reproduction:
+# (the call, the error it must raise, the field that error must name).
 REGRESSIONS = {
-    "find_where_cyclic": lambda c, u: c.find(type="Fact", where=SPECIAL["cyclic_where"], limit=3),
-    "find_where_20000_nots": lambda c, u: c.find(type="Fact", where=SPECIAL["deep_not_where"], limit=3),
-    "choice_field_deep_list": lambda c, u: Preference(topic="t", polarity=SPECIAL["deep_list"]),
-    "frame_verb_deep_list": lambda c, u: Frame(SPECIAL["deep_list"], "tool", "x"),
-    "context_verb_deep_list": lambda c, u: c.context(verb=SPECIAL["deep_list"]),
-    "context_include_tiers_deep_list": lambda c, u: c.context(include_tiers=[SPECIAL["deep_list"]]),
-    "attest_outcome_deep_list": lambda c, u: c.attest([u], SPECIAL["deep_list"]),
-    "find_type_deep_list": lambda c, u: c.find(type=SPECIAL["deep_list"], limit=1),
-    "strength_10**400": lambda c, u: Preference(topic="t", polarity="prefer", strength=10**400),
-    "confidence_10**400": lambda c, u: c.write(Fact(statement="s", subject="x", predicate="p"), confidence=10**400),
-    "expires_at_datetime_max_west": lambda c, u: c.write(Fact(statement="s", subject="x", predicate="p"), expires_at=SPECIAL["datetime_max_west"]),
-    "expires_at_datetime_min_east": lambda c, u: c.write(Fact(statement="s", subject="x", predicate="p"), expires_at=SPECIAL["datetime_min_east"]),
-    "context_now_datetime_max_west": lambda c, u: c.context(now=SPECIAL["datetime_max_west"]),
-    "as_of_datetime_min_east": lambda c, u: Fact(statement="s", subject="x", predicate="p", as_of=SPECIAL["datetime_min_east"]),
-    "context_include_tiers_int": lambda c, u: c.context(include_tiers=5),
-    "write_many_of_an_int": lambda c, u: c.write_many(5),
-    "write_many_of_an_object": lambda c, u: c.write_many(SPECIAL["object"]),
+    "find_where_cyclic": (lambda c, u: c.find(type="Fact", where=SPECIAL["cyclic_where"], limit=3), ValidationError, "where"),
+    "find_where_20000_nots": (lambda c, u: c.find(type="Fact", where=SPECIAL["deep_not_where"], limit=3), ValidationError, "where"),
+    "choice_field_deep_list": (lambda c, u: Preference(topic="t", polarity=SPECIAL["deep_list"]), ValidationError, "polarity"),
+    "frame_verb_deep_list": (lambda c, u: Frame(SPECIAL["deep_list"], "tool", "x"), InvalidVerb, "frame.verb"),
+    "context_verb_deep_list": (lambda c, u: c.context(verb=SPECIAL["deep_list"]), InvalidVerb, "verb"),
+    "context_include_tiers_deep_list": (lambda c, u: c.context(include_tiers=[SPECIAL["deep_list"]]), ValidationError, "include_tiers"),
+    "attest_outcome_deep_list": (lambda c, u: c.attest([u], SPECIAL["deep_list"]), ValidationError, "outcome"),
+    "find_type_deep_list": (lambda c, u: c.find(type=SPECIAL["deep_list"], limit=1), ValidationError, "type"),
+    "strength_10**400": (lambda c, u: Preference(topic="t", polarity="prefer", strength=10**400), ValidationError, "strength"),
+    "confidence_10**400": (lambda c, u: c.write(Fact(statement="s", subject="x", predicate="p"), confidence=10**400), ValidationError, "confidence"),
+    "expires_at_datetime_max_west": (lambda c, u: c.write(Fact(statement="s", subject="x", predicate="p"), expires_at=SPECIAL["datetime_max_west"]), ValidationError, "expires_at"),
+    "expires_at_datetime_min_east": (lambda c, u: c.write(Fact(statement="s", subject="x", predicate="p"), expires_at=SPECIAL["datetime_min_east"]), ValidationError, "expires_at"),
+    "context_now_datetime_max_west": (lambda c, u: c.context(now=SPECIAL["datetime_max_west"]), ValidationError, "now"),
+    "as_of_datetime_min_east": (lambda c, u: Fact(statement="s", subject="x", predicate="p", as_of=SPECIAL["datetime_min_east"]), ValidationError, "as_of"),
+    "context_include_tiers_int": (lambda c, u: c.context(include_tiers=5), ValidationError, "include_tiers"),
+    "write_many_of_an_int": (lambda c, u: c.write_many(5), ValidationError, "items"),
+    "write_many_of_an_object": (lambda c, u: c.write_many(SPECIAL["object"]), ValidationError, "items"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(REGRESSIONS))
 def test_hostile_value_regressions(world, name):
     c, uris, _, _ = world
-    attempt(c, name, lambda: REGRESSIONS[name](c, uris[0]), writes=True)
+    call, error, field = REGRESSIONS[name]
+    reject(c, name, lambda: call(c, uris[0]), error, field)
 
 
-@pytest.mark.parametrize("returns", ["str", "100_bytes", "none"])
+@pytest.mark.parametrize("returns", ["str", "100_bytes", "9_bytes", "none"])
 def test_open_entropy_returning_garbage_is_rejected_cleanly(tmp_path, returns):
     """`entropy` must be "a callable like os.urandom" (cortex.open); one that is not
-    is bad input, found when it is first called."""
-    value = {"str": "x" * 10, "100_bytes": b"\xff" * 100, "none": None}[returns]
-    c = cortex.open(tmp_path / "s", actor=ACTOR, entropy=lambda n: value)
-    try:
-        attempt(c, "write with bad entropy", lambda: c.write(Fact(statement="s", subject="x", predicate="p")), writes=True)
-    finally:
-        c.close()
+    is bad input, found when it is first called: the write raises and writes nothing."""
+    value = {"str": "x" * 10, "100_bytes": b"\xff" * 100, "9_bytes": b"\x01" * 9, "none": None}[returns]
+    with cortex.open(tmp_path / "s", actor=ACTOR, entropy=lambda n: value) as c:
+        exc = reject(c, "write with bad entropy", lambda: c.write(Fact(statement="s", subject="x", predicate="p")), ValidationError, "entropy")
+        assert exc.rule == "must return the n random bytes it is asked for (like os.urandom)"
+        assert c.root() == "0" * 64 and c.stats()["memories"] == 0
+
+
+# ---------------------------------------------------------------------------
+# Long lists: a list argument is read only up to its limit
+
+
+class Endless:
+    """100,000 distinct items, made by `make(i)`, that count how many were read and
+    fail the test (AssertionError, not a CortexError) if more than `allowed` are."""
+
+    def __init__(self, make, allowed: int) -> None:
+        self.make = make
+        self.allowed = allowed
+        self.read = 0
+
+    def __iter__(self):
+        for i in range(100_000):
+            if self.read == self.allowed:
+                raise AssertionError(f"read past item {self.allowed} of a list whose limit is {self.allowed - 1}")
+            self.read += 1
+            yield self.make(i)
+
+
+def endless_tags(allowed: int = 17) -> Endless:
+    return Endless(lambda i: f"tag-{i}", allowed)
+
+
+def endless_frames(allowed: int = 17) -> Endless:
+    return Endless(lambda i: Frame("find", "tool", f"ref-{i}"), allowed)
+
+
+_FACT = Fact(statement="s", subject="x", predicate="p")
+# (call, list maker, field) for every argument that takes tags or frames (at most 16 distinct).
+LIMITED_LISTS = {
+    "write tags": (lambda c, uri, items: c.write(_FACT, tags=items), endless_tags, "tags"),
+    "write frames": (lambda c, uri, items: c.write(_FACT, frames=items), endless_frames, "frames"),
+    "Write tags": (lambda c, uri, items: Write(_FACT, tags=items), endless_tags, "tags"),
+    "Write frames": (lambda c, uri, items: Write(_FACT, frames=items), endless_frames, "frames"),
+    "update_head tags": (lambda c, uri, items: c.update_head(uri, tags=items), endless_tags, "tags"),
+    "update_head frames": (lambda c, uri, items: c.update_head(uri, frames=items), endless_frames, "frames"),
+    "find tags": (lambda c, uri, items: c.find(tags=items), endless_tags, "tags"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIMITED_LISTS))
+def test_a_long_list_of_distinct_tags_or_frames_is_rejected_at_its_17th_item(world, name):
+    """The 17th distinct tag (or frame) breaks the limit of 16: the check raises there,
+    without reading the other 99,983 or building a set of them."""
+    c, uris, _, _ = world
+    call, make, field = LIMITED_LISTS[name]
+    items = make()
+    exc = reject(c, name, lambda: call(c, uris[0], items), ValidationError, field)
+    assert exc.rule == f"must hold at most 16 distinct {field}"
+    assert items.read == 17
+
+
+def test_repeated_tags_and_frames_count_once_towards_the_limit(world):
+    """Duplicates are removed, first occurrence kept, before the limit applies: 16
+    distinct tags repeated 1,000 times are accepted as those 16."""
+    c = world[0]
+    tags = [f"tag-{i % 16}" for i in range(16_000)]
+    frames = [Frame("find", "tool", f"ref-{i % 16}") for i in range(16_000)]
+    m = c.resolve(c.write(_FACT, tags=tags, frames=frames))
+    assert m.tags == tuple(f"tag-{i}" for i in range(16))
+    assert m.frames == tuple(Frame("find", "tool", f"ref-{i}") for i in range(16))
+
+
+@pytest.mark.parametrize("cls, field", [(Identity, "roles"), (Belief, "evidence_for"), (Pattern, "derived_from"), (Goal, "subgoals")])
+def test_a_long_list_field_of_a_data_class_is_rejected_at_its_257th_item(cls, field):
+    required = {Identity: {"name": "n"}, Belief: {"statement": "s", "stance": "doubt"}, Pattern: {"statement": "s"},
+                Goal: {"statement": "s", "status": "active"}}[cls]
+    items = Endless(lambda i: f"item-{i}", 257)
+    with pytest.raises(ValidationError) as info:
+        cls(**required, **{field: items})
+    assert (info.value.field, info.value.rule) == (field, "must hold at most 256 items")
+    assert items.read == 257
 
 
 def test_store_is_sound_after_the_hostile_calls(world):
