@@ -132,3 +132,66 @@ class TooBroad(ValidationError):
 
 
 __all__ += ["Unbounded", "TooBroad"]
+
+
+# Interop (cortex.interop): refusals of foreign or exported data.
+
+
+class MalformedEvent(ValidationError):
+    """An HMX event broke a rule: `line` says which event (1-based), `field` which field."""
+
+    def __init__(self, line: int, field: str, rule: str, value: object = None) -> None:
+        super().__init__(field, rule, value)
+        self.line = line
+        self.args = (f"line {line}: {field}: {rule}",)
+
+
+class UnsupportedHMXVersion(MalformedEvent):
+    """An HMX event of a major version this reader does not support."""
+
+
+class FingerprintIntegrityError(ValidationError):
+    """A fingerprint envelope whose `fingerprint_hash` or `integrity_hash` does not match its content."""
+
+
+class ImportRefused(ValidationError):
+    """An export file that cannot be imported (`field` names its line)."""
+
+
+__all__ += ["MalformedEvent", "UnsupportedHMXVersion", "FingerprintIntegrityError", "ImportRefused"]
+
+
+class ScopeInvalid(ValidationError):
+    """A scope that cannot be used: malformed, not signed under a key the store
+    trusts now, or issued for another store (DESIGN §7). Nothing is returned."""
+
+
+class ScopeRevoked(ScopeInvalid):
+    """A scope revoked with `Cortex.revoke()`."""
+
+
+class ScopeExpired(ScopeInvalid):
+    """A scope used at or after its `expires_at`."""
+
+
+class BudgetExceeded(ValidationError):
+    """A scoped call asked for more tokens than the scope's cap."""
+
+
+__all__ += ["ScopeInvalid", "ScopeRevoked", "ScopeExpired", "BudgetExceeded"]
+
+
+class InvalidEdgeType(ValidationError):
+    """An edge type name outside the closed set of `EdgeType`."""
+
+
+class SelfEdge(ValidationError):
+    """`link()` of a memory to itself."""
+
+
+class SupersedesCycle(ValidationError):
+    """`link(a, "supersedes", b)` where `b` already supersedes `a`, directly or through
+    other memories: a memory cannot end up superseding itself."""
+
+
+__all__ += ["InvalidEdgeType", "SelfEdge", "SupersedesCycle"]

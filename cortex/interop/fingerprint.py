@@ -83,7 +83,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ..errors import ValidationError
+from ..errors import FingerprintIntegrityError, ValidationError
 from ..memory import Memory
 from ..model import Belief, Constraint, Event, Frame, ObjKind, Pattern, Preference
 from ..writes import Write
@@ -112,10 +112,6 @@ _MILLISECOND = timedelta(milliseconds=1)
 _CONSTRAINT_TEXT = re.compile(r"\[(soft|firm|hard)\] (prefer|avoid|neutral|do|dont) (.+)", re.DOTALL)
 _PREFERENCE_TEXT = re.compile(r"(prefer|avoid|neutral|do|dont): (.+)", re.DOTALL)
 _SESSION_PREFIXES = ("hmx.session:", "hmx.session~")
-
-
-class FingerprintIntegrityError(ValidationError):
-    """An envelope whose `fingerprint_hash` or `integrity_hash` does not match its content."""
 
 
 def import_tag(fingerprint_id: str) -> str:

@@ -79,7 +79,7 @@ from datetime import datetime, timezone
 from typing import IO, Any
 from urllib.parse import urlsplit
 
-from ..errors import ValidationError
+from ..errors import MalformedEvent, UnsupportedHMXVersion, ValidationError
 from ..model import Belief, Event, Fact, Frame
 from ..writes import Write
 from . import InteropStore
@@ -100,19 +100,6 @@ _SUPPORTED_MAJOR = 1
 _VERSION = re.compile(r"HMX-(\d+)\.(\d+)")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _SENTIMENTS = {"positive": "success", "negative": "failure", "neutral": "partial"}
-
-
-class MalformedEvent(ValidationError):
-    """An HMX event broke a rule: `line` says which event, `field` which field."""
-
-    def __init__(self, line: int, field: str, rule: str, value: object = None) -> None:
-        super().__init__(field, rule, value)
-        self.line = line
-        self.args = (f"line {line}: {field}: {rule}",)
-
-
-class UnsupportedHMXVersion(MalformedEvent):
-    """An HMX event of a major version this reader does not support."""
 
 
 def event_tag(event_id: str) -> str:

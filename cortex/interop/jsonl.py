@@ -27,7 +27,8 @@ The file, one JSON object a line, in this order (format version 1):
 Times are integers, microseconds since the Unix epoch (exact). Byte strings inside
 journal payloads (memory ids) are written `{"$hex": "..."}`; data values are the
 stored record values (datetimes as microseconds, lists for tuples). Index entries,
-`meta/journal` and `meta/clock_high` are not written: import derives them.
+`meta/journal` and `meta/clock_high` are not written: import derives them (edges
+between memories and their index flags from the journal's link and unlink entries).
 
 Import checks the whole file before it writes anything: JSON and shape of every
 line, the trailer's line count and digest (so a truncated file or an altered line
@@ -50,8 +51,9 @@ import os
 from collections.abc import Iterator
 from typing import IO, Any
 
+from ..edges import derived_after_import
 from ..engine import Engine
-from ..errors import CortexError, ValidationError
+from ..errors import CortexError, ImportRefused
 from ..ids import decode_id, encode_id
 from ..index import entries as index_entries
 from ..journal import chain
@@ -103,10 +105,6 @@ BATCH_KEYS = 20_000
 _COVERED_META = {META_ACTOR, META_SCHEMA, META_TOKENIZER, META_JOURNAL, META_CLOCK_HIGH, META_WEIGHTS, META_IMPORT}
 _COVERED_PREFIXES = (INDEX_PREFIX, HEAD_PREFIX, VERSION_PREFIX, JOURNAL_PREFIX, SALIENCE_PREFIX)
 _KINDS_ORDER = ("memory", "weights", "record", "journal")
-
-
-class ImportRefused(ValidationError):
-    """An export file that cannot be imported (the field names its line)."""
 
 
 # ---------------------------------------------------------------------------
@@ -465,6 +463,9 @@ def _write_all(e: Engine, source: str, marker: bytes) -> None:
             high = max(high, obj["at"])
         if len(batch) >= BATCH_KEYS:
             flush()
+    flush()
+    for puts in derived_after_import(e):  # edges and their flags, from the journal just written
+        e.storage.write(puts)
     batch[META_JOURNAL] = JournalHead(seq, root).encode()
     if seq:
         batch[META_CLOCK_HIGH] = encode_clock_high(high)

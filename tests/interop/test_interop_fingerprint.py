@@ -15,7 +15,7 @@ from interop_helpers import DEPLOY, GPU, open_store, populate, validate
 import cortex
 from cortex.interop import fingerprint, hmx_events
 from cortex.interop.canonical import canonical_json, content_hash, without
-from cortex.interop.fingerprint import FingerprintIntegrityError
+from cortex import FingerprintIntegrityError
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from interop_helpers import Clock, open_store
 import cortex
 from cortex import Frame
 from cortex.interop import hmx_events
-from cortex.interop.hmx_events import MalformedEvent, UnsupportedHMXVersion
+from cortex import MalformedEvent, UnsupportedHMXVersion
 
 STAMP = "2026-03-15T00:12:34.567Z"
 
