@@ -164,7 +164,8 @@ def original_context(c: Any, **query: Any) -> Bundle:
     own get and decoded before scoring; one `score_of()` per candidate."""
     plan = _plan_of(query)
     c._engine.check_open()
-    return c._engine.read(lambda: _original_locked(c, plan))
+    bundle: Bundle = c._engine.read(lambda: _original_locked(c, plan))
+    return bundle
 
 
 def _original_locked(c: Any, plan: _Plan) -> Bundle:
@@ -197,7 +198,8 @@ def _original_locked(c: Any, plan: _Plan) -> Bundle:
         records[raw_id] = raw
         return Head.decode(key, raw)
 
-    tiered = plan.verb is not None and plan.objects
+    verb = plan.verb
+    tiered = verb is not None and bool(plan.objects)
     if Tier.PINNED in plan.tiers:
         for mtype in _PINNED_TYPES:
             for key in scan_keys(kv, by_type.prefix(mtype)):
@@ -206,10 +208,10 @@ def _original_locked(c: Any, plan: _Plan) -> Bundle:
                 if head.tombstone is None and is_pinned(head.data) and _live(head.expires, plan.now):
                     candidate(raw_id, head, PINNED)
 
-    if tiered and Tier.OUTCOMES in plan.tiers:
+    if verb is not None and tiered and Tier.OUTCOMES in plan.tiers:
         keys: list[tuple[int, bytes]] = []
         for ref in sorted({ref for _, ref in plan.objects}):
-            keys.extend((actor_obj.created_of(k), k[-16:]) for k in scan_keys(kv, actor_obj.prefix(plan.verb, ref)))
+            keys.extend((actor_obj.created_of(k), k[-16:]) for k in scan_keys(kv, actor_obj.prefix(verb, ref)))
         keys.sort(key=lambda k: -k[0])  # newest first
         chosen: dict[bytes, Head] = {}
         cutoff = None
@@ -227,10 +229,10 @@ def _original_locked(c: Any, plan: _Plan) -> Bundle:
         for raw_id, head in sorted(chosen.items(), key=lambda kv_: (-kv_[1].created, kv_[0]))[: plan.outcome_limit]:
             candidate(raw_id, head, OUTCOMES)
 
-    if tiered and Tier.FRAME_RELEVANT in plan.tiers:
+    if verb is not None and tiered and Tier.FRAME_RELEVANT in plan.tiers:
         ids: dict[bytes, None] = {}
         for kind, ref in plan.objects:
-            for key in scan_keys(kv, frame.prefix(plan.verb, kind, ref)):
+            for key in scan_keys(kv, frame.prefix(verb, kind, ref)):
                 ids[key[-16:]] = None
         for raw_id in ids:
             if raw_id in seen:
@@ -358,7 +360,7 @@ class SqliteStore:
         self.db.execute(f"PRAGMA cache_size = -{cache_mb * 1024}")  # like cortex's 1 GB block cache
         self.db.execute(f"PRAGMA mmap_size = {cache_mb << 20}")
         self.db.execute("PRAGMA temp_store = MEMORY")
-        self.weights = None
+        self.weights: Weights | None = None
         self._outcome_sql: dict[tuple[int, bool], str] = {}
 
     def close(self) -> None:
@@ -380,7 +382,9 @@ class SqliteStore:
         db = self.db
         db.executescript(SCHEMA)
         db.execute("BEGIN")
-        memories, frames, sal = [], [], []
+        memories: list[tuple[Any, ...]] = []
+        frames: list[tuple[int, int, str, str]] = []
+        sal: list[tuple[str, int, int, int, int, int]] = []
         count = 0
 
         def flush() -> None:
@@ -433,10 +437,10 @@ class SqliteStore:
         if weights is None:
             weights = self.weights = Weights(*json.loads(self.db.execute("SELECT value FROM meta WHERE name = 'weights'").fetchone()[0]))
         token_col = 4 + ("short", "medium", "full").index(plan.form)
-        found: list[tuple[tuple, int]] = []
+        found: list[tuple[tuple[Any, ...], int]] = []
         seen: set[str] = set()
 
-        def add(rows: Iterable[tuple], tier: int) -> None:
+        def add(rows: Iterable[tuple[Any, ...]], tier: int) -> None:
             for row in rows:
                 if row[0] not in seen:
                     seen.add(row[0])
@@ -445,21 +449,22 @@ class SqliteStore:
         db = self.db
         db.execute("BEGIN")  # one read snapshot for the whole call
         try:
-            tiered = plan.verb is not None and plan.objects
+            verb = plan.verb
+            tiered = verb is not None and bool(plan.objects)
             if Tier.PINNED in plan.tiers:
                 add(db.execute(PINNED_SQL, {"now": plan.now}), PINNED)
-            if tiered and Tier.OUTCOMES in plan.tiers:
+            if verb is not None and tiered and Tier.OUTCOMES in plan.tiers:
                 refs = sorted({ref for _, ref in plan.objects})
                 exclude = Tier.PINNED in plan.tiers
                 sql = self._outcome_sql.get((len(refs), exclude))
                 if sql is None:
                     sql = self._outcome_sql[(len(refs), exclude)] = _outcomes_sql(len(refs), exclude)
-                params = {"verb": int(plan.verb), "now": plan.now, "limit": plan.outcome_limit}
+                params: dict[str, int | str] = {"verb": int(verb), "now": plan.now, "limit": plan.outcome_limit}
                 params.update({f"ref{i}": ref for i, ref in enumerate(refs)})
                 add(db.execute(sql, params), OUTCOMES)
-            if tiered and Tier.FRAME_RELEVANT in plan.tiers:
+            if verb is not None and tiered and Tier.FRAME_RELEVANT in plan.tiers:
                 for kind, ref in plan.objects:
-                    add(db.execute(FRAME_SQL, {"verb": int(plan.verb), "kind": int(kind), "ref": ref, "now": plan.now}), FRAME_RELEVANT)
+                    add(db.execute(FRAME_SQL, {"verb": int(verb), "kind": int(kind), "ref": ref, "now": plan.now}), FRAME_RELEVANT)
 
             loaded: dict[str, Memory] = {}
             if scoring == "original":
@@ -488,7 +493,7 @@ class SqliteStore:
 
             tiers, reachable, total, dropped = _trim_and_order(cands, plan.budget)
             keep = [x.key for members in tiers for x in members]
-            rows = {}
+            rows: dict[str, tuple[Any, ...]] = {}
             for i in range(0, len(keep) if not loaded else 0, 500):
                 chunk = keep[i : i + 500]
                 sql = f"SELECT {_SURVIVOR_COLUMNS} FROM memories WHERE id IN ({', '.join('?' * len(chunk))})"
@@ -512,7 +517,7 @@ class SqliteStore:
         )
 
 
-def _memory_of(row: tuple, uri: str) -> Memory:
+def _memory_of(row: tuple[Any, ...], uri: str) -> Memory:
     (mid, mtype, version, created, updated, expires, importance, confidence, source,
      frames, tags, data, short, medium, short_t, medium_t, full_t) = row
     mtype = MemoryType(mtype)
@@ -546,7 +551,7 @@ def implementations(c: Any, sqlite: SqliteStore) -> dict[str, Any]:
     }
 
 
-def check_agreement(c: Any, sqlite: SqliteStore, queries: list[dict], now: datetime) -> list[int]:
+def check_agreement(c: Any, sqlite: SqliteStore, queries: list[dict[str, Any]], now: datetime) -> list[int]:
     """Raise AssertionError naming the first query on which a baseline disagrees with
     cortex (ids per tier in order, reachable URIs, token total, trim and candidate
     counts, rendered text of the survivors). Returns the candidate count per query."""
@@ -569,11 +574,11 @@ def check_agreement(c: Any, sqlite: SqliteStore, queries: list[dict], now: datet
     return candidates
 
 
-def _brief(ans: dict, keys: list[str]) -> dict:
+def _brief(ans: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     return {k: ans[k] for k in keys if k != "rendered"}
 
 
-def _times(impls: dict[str, Any], queries: list[dict]) -> dict[str, list[float]]:
+def _times(impls: dict[str, Any], queries: list[dict[str, Any]]) -> dict[str, list[float]]:
     """Per-query milliseconds of each implementation. The implementations take turns
     on each query (the order rotating from query to query), so that a load change on
     a busy machine hits them all alike instead of whichever pass was running."""
@@ -594,7 +599,7 @@ def _summary(times: list[float]) -> dict[str, float]:
     return {"p50_ms": float(np.percentile(a, 50)), "p99_ms": float(np.percentile(a, 99)), "mean_ms": float(a.mean())}
 
 
-def compare(c: Any, queries: list[dict], now: datetime, *, sqlite: SqliteStore | None = None) -> dict[str, Any]:
+def compare(c: Any, queries: list[dict[str, Any]], now: datetime, *, sqlite: SqliteStore | None = None) -> dict[str, Any]:
     """Cortex vs the original algorithm vs SQLite on `queries` at a fixed `now`.
 
     Loads a `SqliteStore` from `c` unless one is passed (a passed one is left open),
@@ -619,13 +624,13 @@ def compare(c: Any, queries: list[dict], now: datetime, *, sqlite: SqliteStore |
     """
     own = sqlite is None
     report: dict[str, Any] = {"queries": len(queries)}
-    if own:
+    if sqlite is None:
         sqlite = SqliteStore()
         t = time.perf_counter()
         sqlite.load_from(c)
         report["sqlite_load_s"] = time.perf_counter() - t
     try:
-        cands = np.array(check_agreement(c, sqlite, queries, now) or [0])
+        cands = np.array(check_agreement(c, sqlite, queries, now) or [0], dtype=np.int64)
         report["candidates"] = {"p50": float(np.percentile(cands, 50)), "p99": float(np.percentile(cands, 99)), "max": int(cands.max())}
         timed = [{**q, "now": now} for q in queries]
         impls = implementations(c, sqlite)

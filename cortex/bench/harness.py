@@ -1,15 +1,27 @@
-"""`python -m benchmarks run --memories N --queries Q [--store DIR]`.
+"""The benchmark harness: `run()` builds a workload store and measures it.
 
-Builds the workload store once (reused when DIR already holds one), then measures
-warm `context()` latency over a query mix (p50/p95/p99/max, candidates scored,
-tokens delivered), a cold process (fresh interpreter: import, open, one context(),
-median of 10), bulk and single-write throughput, resolve latency, and bytes per
-memory on disk. Prints a summary and writes a JSON report.
+`run(RunOptions(memories=N, queries=Q), store)` builds the workload store at `store`
+once (reused when it already holds one), then measures warm `context()` latency over
+a query mix (p50/p95/p99/max, candidates scored, tokens delivered), a cold process
+(fresh interpreter: import, open, one context(), median of 10), bulk and
+single-write throughput, resolve latency, bytes per memory on disk, and the two
+baselines side by side; it returns the JSON report as a dict.
+
+Two entry points call it:
+
+* `cortex bench` (`cortex.cli`): a temporary store removed afterwards (unless
+  `--keep` or `--store DIR`), the report on standard output or `--report PATH`;
+  nothing is written into the current folder.
+* `python -m benchmarks run` from a checkout (`main()` below): the store under
+  `bench-stores/n<N>-s<seed>` (kept, so the next run skips the build), the report
+  under `benchmarks/results/n<N>.json` with a PNG plot of every report there, which
+  is where `benchmarks/RESULTS.md` takes its figures from.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -19,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -38,7 +52,42 @@ OUR_P99_MS = 25.0
 BASELINE_NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
 
 
-def _pct(values: list[float], q: float) -> float:
+@dataclass(frozen=True)
+class RunOptions:
+    """What one harness run measures: `memories` in the workload store (at least 1),
+    `queries` in the timed mix (at least 1), the workload `seed`, the queries the
+    baselines are compared on (0 skips them; at most `queries`), the fresh processes
+    the cold start is the median of, and the `write()` calls timed without and with
+    `sync=True`. `RunOptions.smoke()` makes a run that only checks the harness works."""
+
+    memories: int = 100_000
+    queries: int = 1000
+    seed: int = 7
+    baseline_queries: int = 200
+    cold_runs: int = 10
+    writes: int = 1000
+    sync_writes: int = 300
+
+    @staticmethod
+    def smoke(memories: int, queries: int, seed: int = 7, baseline_queries: int = 0) -> RunOptions:
+        """A quick run end to end (one cold process, a few dozen writes): figures to
+        check the harness by, not to compare."""
+        return RunOptions(memories, queries, seed, baseline_queries, cold_runs=1, writes=50, sync_writes=10)
+
+    def __post_init__(self) -> None:
+        for name, lo in (("memories", 1), ("queries", 1), ("seed", 0), ("baseline_queries", 0), ("cold_runs", 1), ("writes", 1), ("sync_writes", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= MAX_SIZE:
+                raise cortex.ValidationError(name, f"must be an integer within {lo}..{MAX_SIZE:,}", value)
+        if self.baseline_queries > self.queries:
+            raise cortex.ValidationError("baseline_queries", f"must be at most queries ({self.queries})", self.baseline_queries)
+
+
+# The largest workload (or query mix) the harness takes.
+MAX_SIZE = 1_000_000_000
+
+
+def _pct(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.array(values), q))
 
 
@@ -46,7 +95,7 @@ def _dir_bytes(path: str) -> int:
     return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
 
 
-def _cold(path: str, query: dict, runs: int = 10) -> float:
+def _cold(path: str, query: dict[str, Any], runs: int = 10) -> float:
     code = (
         "import cortex,json,sys; q=json.loads(sys.argv[2]);"
         "c=cortex.open(sys.argv[1], actor='bench-agent', mode='r'); c.context(**q); c.close()"
@@ -81,22 +130,35 @@ def _inline_ingest(count: int, seed: int) -> float:
         return count / Workload(count, seed=seed).build(os.path.join(d, "s"), progress=False, helper=False)
 
 
-def run(args: argparse.Namespace) -> dict:
-    workload = Workload(args.memories, seed=args.seed)
-    store = args.store or os.path.join("bench-stores", f"n{args.memories}-s{args.seed}")
-    report: dict = {
+def has_store(path: str) -> bool:
+    """Whether `path` already holds a cortex store (the harness then reuses it)."""
+    try:
+        cortex.store_actor(path)
+    except cortex.NotFound:
+        return False
+    return True
+
+
+def run(options: RunOptions, store: str) -> dict[str, Any]:
+    """Build the workload store at `store` unless it holds one, measure it, and return
+    the report (see the module docstring)."""
+    workload = Workload(options.memories, seed=options.seed)
+    report: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()},
-        "memories": args.memories, "queries": args.queries, "seed": args.seed, "store": store,
+        "memories": options.memories, "queries": options.queries, "seed": options.seed, "store": store,
+        "samples": {"cold_runs": options.cold_runs, "writes": options.writes, "sync_writes": options.sync_writes},
     }
-    if not os.path.exists(os.path.join(store, "CURRENT")):
-        print(f"building {args.memories:,} memories in {store}", file=sys.stderr)
-        report["bulk_ingest_per_s"] = args.memories / workload.build(store)
-    report["bulk_ingest_inline_per_s"] = _inline_ingest(min(args.memories, INLINE_INGEST_SAMPLE), args.seed)
-    queries = workload.queries(args.queries)
+    if not has_store(store):
+        print(f"building {options.memories:,} memories in {store}", file=sys.stderr)
+        report["bulk_ingest_per_s"] = options.memories / workload.build(store)
+    report["bulk_ingest_inline_per_s"] = _inline_ingest(min(options.memories, INLINE_INGEST_SAMPLE), options.seed)
+    queries = workload.queries(options.queries)
+    latencies: list[float] = []
+    candidates: list[int] = []
+    tokens: list[int] = []
     with cortex.open(store, actor="bench-agent") as c:
         for q in queries[: min(50, len(queries))]:
             c.context(**q)  # warm-up
-        latencies, candidates, tokens = [], [], []
         for q in queries:
             t = time.perf_counter()
             b = c.context(**q)
@@ -109,20 +171,20 @@ def run(args: argparse.Namespace) -> dict:
         for uri in sample:
             c.resolve(uri)
         resolve_us = (time.perf_counter() - t) / max(1, len(sample)) * 1e6
-    if args.baseline_queries:
+    if options.baseline_queries:
         from .baselines import compare
 
-        print(f"baselines: loading SQLite, comparing {args.baseline_queries} queries", file=sys.stderr)
+        print(f"baselines: loading SQLite, comparing {options.baseline_queries} queries", file=sys.stderr)
         with cortex.open(store, actor="bench-agent", mode="r") as c:
-            report["baselines"] = compare(c, queries[: args.baseline_queries], BASELINE_NOW)
+            report["baselines"] = compare(c, queries[: options.baseline_queries], BASELINE_NOW)
     report["context_ms"] = {"p50": _pct(latencies, 50), "p95": _pct(latencies, 95), "p99": _pct(latencies, 99), "max": max(latencies)}
     report["candidates"] = {"p50": _pct(candidates, 50), "p99": _pct(candidates, 99), "max": max(candidates)}
     report["tokens_delivered_p50"] = _pct(tokens, 50)
     report["resolve_us_mean"] = resolve_us
-    report["cold_process_ms_median"] = _cold(store, queries[0])
-    report["single_write_per_s"] = _single_writes()
-    report["single_write_sync_per_s"] = _single_writes(300, sync=True)
-    report["bytes_per_memory"] = _dir_bytes(store) / args.memories
+    report["cold_process_ms_median"] = _cold(store, queries[0], options.cold_runs)
+    report["single_write_per_s"] = _single_writes(options.writes)
+    report["single_write_sync_per_s"] = _single_writes(options.sync_writes, sync=True)
+    report["bytes_per_memory"] = _dir_bytes(store) / options.memories
     p50, p99 = report["context_ms"]["p50"], report["context_ms"]["p99"]
     report["verdict"] = {
         "seed_target_p50_80ms": p50 < SEED_TARGET_P50_MS and report["context_ms"]["max"] < SEED_CEILING_MS,
@@ -138,14 +200,35 @@ def run(args: argparse.Namespace) -> dict:
     return report
 
 
+def summary(report: dict[str, Any]) -> str:
+    """A few lines for a person: latency, throughput, disk, and the targets."""
+    ctx = report["context_ms"]
+    lines = [
+        f"{report['memories']:,} memories, {report['queries']:,} queries (seed {report['seed']})",
+        f"context() ms: p50 {ctx['p50']:.2f}, p95 {ctx['p95']:.2f}, p99 {ctx['p99']:.2f}, max {ctx['max']:.1f}",
+        f"cold process (import, open, one context()): {report['cold_process_ms_median']:.0f} ms",
+        f"write(): {report['single_write_per_s']:,.0f}/s, with sync=True {report['single_write_sync_per_s']:,.0f}/s",
+        f"bulk ingest without the helper: {report['bulk_ingest_inline_per_s']:,.0f} memories/s",
+        f"resolve(): {report['resolve_us_mean']:.0f} µs; disk: {report['bytes_per_memory']:.0f} bytes per memory",
+    ]
+    if "bulk_ingest_per_s" in report:
+        lines.append(f"bulk ingest with the helper: {report['bulk_ingest_per_s']:,.0f} memories/s")
+    if "baselines" in report:
+        base = report["baselines"]
+        lines.append(f"the original algorithm is {base['ratio_original']:.1f}x slower, the same on SQLite {base['ratio_sqlite']:.1f}x (p50)")
+    met = [k for k, v in report["verdict"].items() if v]
+    missed = [k for k, v in report["verdict"].items() if v is False]
+    lines.append(f"targets met: {', '.join(met) or 'none'}" + (f"; not met: {', '.join(missed)}" if missed else ""))
+    return "\n".join(lines) + "\n"
+
+
 def plot(results_dir: Path) -> Path | None:
     """A PNG of context() latency (p50, p99) against N from every report in
     `results_dir`; None when matplotlib (the `bench` extra) is not installed."""
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        # Imported by name: matplotlib is an optional extra, absent when mypy runs.
+        importlib.import_module("matplotlib").use("Agg")
+        plt = importlib.import_module("matplotlib.pyplot")
     except ImportError:
         return None
     reports = sorted((json.loads(p.read_text()) for p in results_dir.glob("n*.json")), key=lambda r: r["memories"])
@@ -205,12 +288,21 @@ def tables(results_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _size(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
+    """`python -m benchmarks run|tables` from a checkout (see the module docstring)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run", help="build (once) and measure a workload store")
-    p.add_argument("--memories", type=int, default=100_000)
-    p.add_argument("--queries", type=int, default=1000)
+    p.add_argument("--memories", type=_size, default=100_000)
+    p.add_argument("--queries", type=_size, default=1000)
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--store", help="store directory (default bench-stores/n<N>-s<seed>)")
     p.add_argument("--report", help="JSON report path (default benchmarks/results/n<N>.json)")
@@ -220,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "tables":
         print(tables(Path("benchmarks/results")), end="")
         return 0
-    report = run(args)
+    options = RunOptions(args.memories, args.queries, args.seed, min(args.baseline_queries, args.queries))
+    report = run(options, args.store or os.path.join("bench-stores", f"n{args.memories}-s{args.seed}"))
     out = Path(args.report or f"benchmarks/results/n{args.memories}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
@@ -228,7 +321,3 @@ def main(argv: list[str] | None = None) -> int:
     png = plot(out.parent)
     print(f"report: {out}" + (f", plot: {png}" if png else " (pip install '.[bench]' for the plot)"), file=sys.stderr)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,17 +11,19 @@ store content.
 from __future__ import annotations
 
 import random
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import numpy as np
 
 import cortex
 from cortex import Belief, Capability, Constraint, Event, Fact, Frame, Goal, Identity, Pattern, Preference, Write
 from cortex.model import ObjKind, Verb
+
+from .progress import progress as progress_bar
 
 START = datetime(2025, 11, 1, tzinfo=timezone.utc)
 YEAR = timedelta(days=365)
@@ -111,36 +113,36 @@ class Workload:
             for j in range(rng.randint(1, 3)):
                 kind, ref = self.ref(int(objects[i * 3 + j]))
                 frames.append(Frame(Verb(rng.randint(1, 10)), kind, ref))
-            yield Write(self._data(rng, i), frames=frames, tags=(rng.choice(_WORDS),), importance=rng.randint(0, 10))
+            yield Write(self._data(rng, i), frames=tuple(frames), tags=(rng.choice(_WORDS),), importance=rng.randint(0, 10))
 
     def build(self, path: str, *, progress: bool = True, helper: bool = True) -> float:
         """Bulk-load the store at `path` with `write_many`, then tombstone and attest a
         few. Returns the seconds spent inside `write_many` (generating the workload's
         text and the tombstones and attests afterwards are not counted). `helper`:
-        open with `ingest_helper` (a helper process renders and counts forms)."""
+        open with `ingest_helper` (a helper process renders and counts forms).
+        `progress`: a progress bar on standard error when it is a terminal."""
         ingest = 0.0
         clock = Clock(START)
         rng = random.Random(self.seed + 1)
         step = YEAR / max(1, self.memories // BATCH)
         uris: list[str] = []
         with cortex.open(path, actor="bench-agent", clock=clock, entropy=random.Random(self.seed).randbytes, ingest_helper=helper) as c:
-            batch: list[Write] = []
-            for item in self.writes():
-                batch.append(item)
-                if len(batch) == BATCH:
+            with progress_bar("loading", self.memories, enabled=progress) as advance:
+                batch: list[Write] = []
+                for item in self.writes():
+                    batch.append(item)
+                    if len(batch) == BATCH:
+                        started = time.perf_counter()
+                        uris += c.write_many(batch)
+                        ingest += time.perf_counter() - started
+                        advance(len(batch))
+                        batch = []
+                        clock.now += step
+                if batch:
                     started = time.perf_counter()
                     uris += c.write_many(batch)
                     ingest += time.perf_counter() - started
-                    batch = []
-                    clock.now += step
-                    if progress:
-                        print(f"\r  loading {len(uris):,}/{self.memories:,}", end="", file=sys.stderr, flush=True)
-            if batch:
-                started = time.perf_counter()
-                uris += c.write_many(batch)
-                ingest += time.perf_counter() - started
-            if progress:
-                print(file=sys.stderr)
+                    advance(len(batch))
             for uri in rng.sample(uris[PINNED_MEMBERS:], len(uris) // 100):
                 c.tombstone(uri, "superseded")
             live = uris[PINNED_MEMBERS:]
@@ -152,7 +154,7 @@ class Workload:
                     continue
         return ingest
 
-    def queries(self, count: int, seed: int = 11) -> list[dict]:
+    def queries(self, count: int, seed: int = 11) -> list[dict[str, Any]]:
         """`count` context() calls: hot and tail objects, 1–3 objects, all verbs and forms."""
         rng = random.Random(seed)
         nprng = np.random.default_rng(seed)
@@ -167,3 +169,4 @@ class Workload:
                 "budget_tokens": rng.randint(500, 4000),
             })
         return out
+
