@@ -14,8 +14,13 @@ What is required, for every damaged record:
   `salience`, `weights`, `stats`, `root`) either returns or raises `CorruptRecord`
   whose `.key` is the damaged key; never another exception (that would crash an
   agent that only expects `CortexError`);
+* `open()` either opens the store or raises `CorruptRecord` naming the damaged
+  key, and raises the same again when tried a second time (a failed open releases
+  the store);
 * `verify()` never raises and lists the damaged key, in the format of its other
-  lines (`prefix` + hex of the rest, e.g. `m/01a2…`; `meta/journal` for meta keys);
+  lines (`prefix` + hex of the rest, e.g. `m/01a2…`; `meta/journal` for meta keys),
+  whatever the damage: also after a flip that leaves a record of the right shape,
+  which it finds by comparing the record with its recomputation;
 * `rebuild()` repairs damage to derived keys (`idx/...`, `sal/`, `meta/weights`):
   `verify()` is then clean and every read gives the undamaged store's answer; with
   damage to a canonical key (`m/`, `mv/`, `j/`, `meta/journal`) it raises at most
@@ -26,7 +31,9 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import random
+import re
 import shutil
 import subprocess
 from collections import Counter
@@ -38,7 +45,7 @@ import pytest
 import cortex
 from cortex import CortexError, CorruptRecord, Event, Fact, Frame, Goal, Identity, Preference, Write
 
-from reliability_helpers.common import REPO, FakeClock, emit, helper_cmd, split_journal_value, subprocess_env
+from reliability_helpers.common import REPO, ROOT_SIZE, FakeClock, emit, helper_cmd, split_journal_value, subprocess_env
 
 ACTOR = "corrupt-agent"
 UTC = timezone.utc
@@ -235,16 +242,27 @@ def check_verify(c, key: bytes, *, must_list: bool = True) -> tuple[list[str], l
 
 def open_damaged(path: str, key: bytes, failures: list[str]):
     """Open a damaged copy: a store, or None if open() refused it with CorruptRecord
-    naming the key (anything else is a failure)."""
+    naming the key (anything else is a failure). A refused open is tried again: the
+    first failure released the store, so the second fails the same way (not with
+    `StoreLocked`)."""
     try:
         return Pristine.open(path)
     except CorruptRecord as exc:
         if exc.key != key:
             failures.append(f"open(): CorruptRecord names {shown(exc.key)}, not {shown(key)}")
-        return None
+        first = exc
     except Exception as exc:
         failures.append(f"open() raised {type(exc).__name__}: {str(exc)[:150]}")
         return None
+    try:
+        Pristine.open(path).close()
+        failures.append("a second open() succeeded where the first raised CorruptRecord")
+    except CorruptRecord as again:
+        if str(again) != str(first):
+            failures.append(f"a second open() raised {again}, the first {first}")
+    except Exception as again:
+        failures.append(f"a second open() raised {type(again).__name__} after CorruptRecord: {str(again)[:150]}")
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -421,8 +439,7 @@ def test_wrong_shaped_records(pristine, tmp_path, record):
     if make is None:
         mutations = _meta_journal_mutations(original)
     else:
-        stored_root, entry = split_journal_value(original) if key.startswith(b"j/") else (None, original)
-        prefix = stored_root or b""  # a journal entry keeps its stored running root: only the entry is damaged
+        prefix, entry = split_journal_value(original) if key.startswith(b"j/") else (b"", original)  # a journal entry keeps its root: only the entry is damaged
         mutations = [(label, prefix + msgpack.packb(value, use_bin_type=True)) for label, value in make(msgpack.unpackb(entry, raw=False))]
     failures: list[str] = []
     if key == b"meta/journal":
@@ -459,15 +476,20 @@ def test_wrong_shaped_records(pristine, tmp_path, record):
 @pytest.mark.parametrize("target", ["head:fact", "head:event", "version:fact#1", "sal:fact", "journal:update", "meta:weights"])
 def test_flipped_bits_in_a_record(pristine, tmp_path, target):
     """Every byte of the record flipped (one bit at a time, two masks). Reads never
-    raise anything but CorruptRecord naming the key; verify() never raises; and when
-    the flip leaves something that is not msgpack, or msgpack of another shape,
-    verify() lists the key."""
+    raise anything but CorruptRecord naming the key; verify() never raises; and
+    verify() lists the key after every flip: the flips that leave something that is
+    not msgpack, or msgpack of another shape, by decoding it, and the flips that
+    leave a record of the same shape by comparing it with its recomputation (a head
+    with its versions, salience and weights with the journal's replay, a version
+    with its content hash, a journal entry with the hash chain)."""
     key = pristine.keys[target]
     original = pristine.raw[key]
-    skip = len(original) - len(split_journal_value(original)[1]) if key.startswith(b"j/") else 0  # a stored running root
+    skip = ROOT_SIZE if key.startswith(b"j/") else 0  # a journal entry's stored running root
     before = shape(msgpack.unpackb(original[skip:], raw=False))
     path = pristine.copy(tmp_path / "copy")
     failures: list[str] = []
+    damaged: dict[str, str] = {}  # flip -> what it left: "undecodable", "new shape" or "same shape"
+    caught: set[str] = set()  # the flips after which verify() listed the key
     with Pristine.open(path) as c:
         for pos in range(len(original)):
             for mask in (0x01, 0x80):
@@ -478,15 +500,24 @@ def test_flipped_bits_in_a_record(pristine, tmp_path, target):
                     after = shape(msgpack.unpackb(value[skip:], raw=False, strict_map_key=False))
                 except Exception:
                     after = None
+                label = f"byte {pos} ^ {mask:#04x}"
+                damaged[label] = "undecodable" if after is None else "new shape" if after != before else "same shape"
                 TALLY["damaged"] += 1
                 c._engine.storage.write({key: value})
-                label = f"byte {pos} ^ {mask:#04x}"
                 failures += [f"{label}: {f}" for f in check_reads(c, key, pristine)]
-                found, _ = check_verify(c, key, must_list=after != before)
-                failures += [f"{label} ({'undecodable' if after is None else 'new shape' if after != before else 'same shape'}): {f}" for f in found]
+                found, problems = check_verify(c, key, must_list=False)
+                failures += [f"{label}: {f}" for f in found]
+                if problems is not None and listed(problems, key):
+                    caught.add(label)
                 c._engine.storage.write({key: original})
         assert c.verify() == []
-    assert not failures, f"{target}: {len(failures)} failures over {2 * len(original)} flips:\n" + "\n".join(failures[:40])
+    missed = [f"{label} ({damaged[label]})" for label in damaged if label not in caught]
+    report = []
+    if failures:
+        report.append(f"{len(failures)} failures over {len(damaged)} flips:\n" + "\n".join(failures[:40]))
+    if missed:
+        report.append(f"verify() does not list {shown(key)} after {len(missed)} of {len(damaged)} flips: " + ", ".join(missed))
+    assert caught == set(damaged) and not failures, f"{target}: " + "\n".join(report)
 
 
 def _flip_text(raw: bytes, old: bytes, new: bytes) -> bytes:
@@ -530,17 +561,38 @@ def test_flipped_text_in_a_head_is_caught_by_verify(pristine, tmp_path):
 # Flipped bytes in the files
 
 
+def _data_block_bytes(c) -> int:
+    """How many bytes at the start of the store's one SST file are data blocks.
+
+    A block-based table holds its data blocks first, each with a checksummed
+    trailer, then the filter, index and properties blocks and the footer; RocksDB's
+    table properties give the data blocks' total size. A data block is read, and its
+    checksum checked, whenever a read needs one of its keys, and `verify()` reads
+    every key: a flip in the first `data size` bytes is in a region RocksDB reads."""
+    props = c._engine.storage.db.property_value("rocksdb.aggregated-table-properties")
+    match = re.search(r"data block size=(\d+);", props)
+    assert match, props
+    return int(match.group(1))
+
+
 def test_flipped_bytes_in_sst_files(tmp_path, request):
     """Bytes flipped in the data blocks of the store's SST file (what disk rot does).
     RocksDB's block checksums see it; cortex must turn that into CorruptRecord (a
-    CortexError) and never return a silently shortened answer: `memories()` and
-    `find()` return everything or raise, `verify()` reports the damage. Run in a
-    subprocess: a crash there fails the test instead of killing pytest."""
+    CortexError) and never return a silently shortened or altered answer: every
+    read returns the undamaged answer or raises CorruptRecord, `verify()` returns
+    (does not raise) and reports the damage, and an open that fails fails the same
+    way when tried again (as a follower and as the writer). Run in a subprocess: a
+    crash there fails the test instead of killing pytest.
+
+    Runs 0-2 flip three random bytes each among the data blocks; run "meta" flips
+    the byte of the block that holds `meta/actor` (found by its value, which LZ4
+    leaves as literal text), so that every open fails on it."""
     base = tmp_path / "base"
     t = Frame("find", "tool", "t")
     with cortex.open(base, actor=ACTOR, clock=FakeClock(), entropy=random.Random(9).randbytes) as c:
         uris = c.write_many([Write(Fact(statement=f"statement number {i} " + "y" * 60, subject="s", predicate="p"), frames=[t], tags=["t1"]) for i in range(300)])
         c._engine.storage.flush()
+        data_size = _data_block_bytes(c)
         expected = {
             "resolve": {u: c.resolve(u).data.to_dict() for u in uris},
             "memories": [m.data.to_dict() for m in c.memories()],
@@ -550,20 +602,26 @@ def test_flipped_bytes_in_sst_files(tmp_path, request):
             "context": [m.id for m in c.context(verb="find", objects={"tool": "t"}, budget_tokens=4000, now=NOW).memories()],
         }
     (tmp_path / "expected.json").write_text(json.dumps(expected))
+    ssts = sorted(glob.glob(str(base / "*.sst")))
+    assert len(ssts) == 1, f"one flushed SST file expected, found {ssts}"
+    sst = ssts[0]
+    original = open(sst, "rb").read()
+    assert 0 < data_size < len(original)
+    actor_at = original.find(ACTOR.encode(), 0, data_size)
+    assert actor_at >= 0, "the value of meta/actor is not literal text in the data blocks"
+
     rng = random.Random(2025)
+    runs: dict[str, list[int]] = {str(run): [rng.randrange(0, data_size) for _ in range(3)] for run in range(3)}
+    runs["meta"] = [actor_at]
     failures: list[str] = []
-    runs = 4
-    for run in range(runs):
+    for run, offsets in runs.items():
         store = tmp_path / f"copy-{run}"
         shutil.copytree(base, store)
-        ssts = sorted(glob.glob(str(store / "*.sst")))
-        assert ssts, "no SST file to damage"
-        for sst in ssts:
-            data = bytearray(open(sst, "rb").read())
-            for _ in range(3):
-                data[rng.randrange(0, len(data) // 2)] ^= 0xFF  # the first half holds data blocks
-            with open(sst, "wb") as f:
-                f.write(data)
+        data = bytearray(original)
+        for offset in offsets:
+            data[offset] ^= 0xFF
+        with open(store / os.path.basename(sst), "wb") as f:
+            f.write(data)
         TALLY["damaged"] += 1
         out = tmp_path / f"result-{run}.json"
         proc = subprocess.run(helper_cmd("corrupt_reader.py", store, ACTOR, tmp_path / "expected.json", out), cwd=REPO, env=subprocess_env(), capture_output=True, text=True, timeout=300)
@@ -571,13 +629,34 @@ def test_flipped_bytes_in_sst_files(tmp_path, request):
             failures.append(f"run {run}: the reader process died with {proc.returncode}: {proc.stderr[-800:]}")
             continue
         result = json.loads(out.read_text())
-        failures += [f"run {run}: {f}" for f in _judge(result, uris)]
-    emit(request.config, f"reliability-corruption: {runs} SST files with flipped bytes, {len(failures)} problems")
+        label = f"run {run} (bytes {offsets} of {data_size} in data blocks)"
+        failures += [f"{label}: {f}" for f in _judge(result, uris)]
+        if run == "meta":
+            for mode in ("open", "open_rw"):
+                first = result[mode][0]
+                if first.get("key") != b"meta/actor".hex():
+                    failures.append(f"{label}: {mode} with the meta/actor block damaged gave {first}, not CorruptRecord(meta/actor)")
+    emit(request.config, f"reliability-corruption: {len(runs)} SST files with flipped bytes in their data blocks, {len(failures)} problems")
     assert not failures, "\n".join(failures[:40])
 
 
-def _judge(result: dict, uris: list[str]) -> list[str]:
+def _judge_open(name: str, attempts: list[dict]) -> list[str]:
+    """Two opens of the same damaged store: the second fails as the first did (the
+    failure released the store), and a failure is a CorruptRecord."""
+    first, second = attempts
     failures = []
+    if "ok" not in first:
+        if not first["cortex"]:
+            failures.append(f"{name}: raised {first['error']} (not a CortexError): {first['message'][:120]}")
+        elif first["error"] != "CorruptRecord":
+            failures.append(f"{name}: raised {first['error']} instead of CorruptRecord: {first['message'][:120]}")
+    if first != second:
+        failures.append(f"{name}: a second open gave {second.get('error', 'a store')} ({second.get('message', '')[:120]}) after {first.get('error', 'a store')}")
+    return failures
+
+
+def _judge(result: dict, uris: list[str]) -> list[str]:
+    failures = _judge_open("open(mode='r')", result["open"]) + _judge_open("open(mode='rw')", result["open_rw"])
 
     def judge(name: str, o: dict) -> None:
         if "ok" in o:
@@ -588,8 +667,7 @@ def _judge(result: dict, uris: list[str]) -> list[str]:
         elif o["error"] != "CorruptRecord":
             failures.append(f"{name}: raised {o['error']} instead of CorruptRecord")
 
-    judge("open", result["open"])
-    if "ok" not in result["open"]:
+    if "ok" not in result["open"][0]:
         return failures
     bad_resolves: Counter = Counter()
     example = {}
@@ -609,12 +687,11 @@ def _judge(result: dict, uris: list[str]) -> list[str]:
             example.setdefault(kind.split(":")[0], f"{uri} {kind}")
     for kind, n in bad_resolves.items():
         failures.append(f"resolve(): {n} of {len(uris)} URIs {kind}; e.g. {example[kind]}")
-    unreadable = sum(1 for o in result["resolve"].values() if "ok" not in o)
     for name in ("memories", "context", "find", "stats"):
         judge(name, result[name])
     v = result["verify"]
     if "ok" not in v:
-        judge("verify", v)
-    elif unreadable and not v["value"]:
-        failures.append("verify() is clean although reads fail")
+        failures.append(f"verify() raised {v['error']} instead of reporting the damage: {v.get('message', '')[:160]}")
+    elif not v["value"]:
+        failures.append("verify() is clean although a data block is damaged")
     return failures

@@ -3,6 +3,7 @@
 * `REPO`: the repository root; `subprocess_env()`: an environment in which a
   subprocess started with `sys.executable` imports this checkout's `cortex`.
 * `emit(config, line)`: print a summary line past pytest's output capture.
+* `split_journal_value(value)`: a raw `j/` value as (running root, entry bytes).
 * `journal_chain(c)`: the OverallRoot recomputed from the raw `j/` records with the
   DESIGN §3 formula, independently of `cortex.journal`.
 * `FakeClock`: a clock that moves on by a fixed tick at every call.
@@ -47,22 +48,22 @@ def emit(config, line: str) -> None:
         print("\n" + line, flush=True)
 
 
-def split_journal_value(value: bytes) -> tuple[bytes | None, bytes]:
-    """(stored running root or None, entry bytes) of a `j/` value.
+ROOT_SIZE = 32
+ENTRY_FIELDS = {"seq", "kind", "at", "payload"}
 
-    DESIGN §3 stores the msgpack entry; `cortex.journal` may store the running root
-    (32 bytes) in front of it, so that verify() can name an altered entry. Both
-    layouts are accepted: the one under which the bytes decode to an entry wins."""
-    for root, entry in ((value[:32], value[32:]), (None, value)):
-        if root is not None and len(value) <= 32:
-            continue
-        try:
-            rec = msgpack.unpackb(entry, raw=False, strict_map_key=False)
-        except Exception:
-            continue
-        if isinstance(rec, dict) and "kind" in rec and "seq" in rec:
-            return root, entry
-    return None, value
+
+def split_journal_value(value: bytes) -> tuple[bytes, bytes]:
+    """(stored running root, entry bytes) of a `j/` value.
+
+    The one layout cortex writes (`cortex.records`): the 32-byte running root after
+    this entry, then the msgpack map {seq, kind, at, payload}. Anything else raises
+    AssertionError saying what is wrong, so a change of layout fails the suite
+    instead of being read some other way."""
+    assert len(value) > ROOT_SIZE, f"journal value of {len(value)} bytes: not a 32-byte root and an entry"
+    root, entry = value[:ROOT_SIZE], value[ROOT_SIZE:]
+    rec = msgpack.unpackb(entry, raw=False, strict_map_key=False)
+    assert isinstance(rec, dict) and set(rec) == ENTRY_FIELDS, f"journal entry after the root is not a map of {sorted(ENTRY_FIELDS)}: {rec!r}"
+    return root, entry
 
 
 def journal_chain(c) -> tuple[int, str, list[str]]:
@@ -70,21 +71,20 @@ def journal_chain(c) -> tuple[int, str, list[str]]:
 
     root_0 = 32 zero bytes; root_n = sha256(b"cortex.journal.v1" + root_{n-1} +
     entry_bytes_n) over the `j/<seq8>` records in key order (DESIGN §3). Raises
-    AssertionError if the sequence numbers are not 1, 2, 3, ... or a running root
-    stored beside an entry is not the chain's.
+    AssertionError if the sequence numbers are not 1, 2, 3, ..., or an entry's seq
+    is not its key's, or the running root stored with an entry is not the chain's.
     """
-    root = bytes(32)
+    root = bytes(ROOT_SIZE)
     roots = [root.hex()]
     seq = 0
-    for key, value in c._engine.storage.db.items(from_key=b"j/"):
-        if not key.startswith(b"j/"):
-            break
+    for key, value in c._engine.storage.scan_items(b"j/"):
         number = int.from_bytes(key[2:], "big")
         assert len(key) == 10 and number == seq + 1, f"journal key {key!r} after seq {seq}"
         seq = number
         stored, entry = split_journal_value(value)
+        assert msgpack.unpackb(entry, raw=False)["seq"] == seq, f"journal entry under seq {seq} says another seq"
         root = hashlib.sha256(DOMAIN + root + entry).digest()
-        assert stored is None or stored == root, f"journal entry {seq} stores root {stored.hex()}, the chain gives {root.hex()}"
+        assert stored == root, f"journal entry {seq} stores root {stored.hex()}, the chain gives {root.hex()}"
         roots.append(root.hex())
     return seq, root.hex(), roots
 
