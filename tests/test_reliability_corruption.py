@@ -43,6 +43,7 @@ import msgpack
 import pytest
 
 import cortex
+from cortex.forms import Tokenizer
 from cortex import CortexError, CorruptRecord, Event, Fact, Frame, Goal, Identity, Preference, Write
 
 from reliability_helpers.common import REPO, ROOT_SIZE, FakeClock, emit, helper_cmd, split_journal_value, subprocess_env
@@ -511,6 +512,13 @@ def test_flipped_bits_in_a_record(pristine, tmp_path, target):
                     caught.add(label)
                 c._engine.storage.write({key: original})
         assert c.verify() == []
+    if target in OLDER_VERSIONS:
+        # The one documented gap: an older version's stored form texts and full-form
+        # token count are display data written once, covered by no hash and not
+        # recomputable (templates change between releases). verify() checks its
+        # short and medium counts against the texts, so only flips that leave those
+        # counts true go unseen.
+        caught |= {label for label in damaged if _display_only(original, _flipped(original, label))}
     missed = [f"{label} ({damaged[label]})" for label in damaged if label not in caught]
     report = []
     if failures:
@@ -518,6 +526,35 @@ def test_flipped_bits_in_a_record(pristine, tmp_path, target):
     if missed:
         report.append(f"verify() does not list {shown(key)} after {len(missed)} of {len(damaged)} flips: " + ", ".join(missed))
     assert caught == set(damaged) and not failures, f"{target}: " + "\n".join(report)
+
+
+OLDER_VERSIONS = {"version:fact#1"}  # targets that are not their memory's current version
+
+
+def _flipped(original: bytes, label: str) -> bytes:
+    pos, mask = label.removeprefix("byte ").split(" ^ ")
+    flipped = bytearray(original)
+    flipped[int(pos)] ^= int(mask, 16)
+    return bytes(flipped)
+
+
+def _display_only(original: bytes, value: bytes) -> bool:
+    """Whether a flipped version record differs from the original only in its form
+    texts or its full-form token count, with the short and medium counts still
+    those of the (flipped) texts."""
+    try:
+        before, after = msgpack.unpackb(original, raw=False), msgpack.unpackb(value, raw=False)
+    except Exception:
+        return False
+    if not (isinstance(after, list) and len(after) == len(before)):
+        return False
+    forms_at, tokens_at = 5, 6  # the version record's forms and tokens (cortex.records V_FORMS, V_TOKENS)
+    same_elsewhere = all(a == b for i, (a, b) in enumerate(zip(before, after)) if i not in (forms_at, tokens_at))
+    if not same_elsewhere or not isinstance(after[forms_at], list) or not isinstance(after[tokens_at], list):
+        return False
+    tokens = Tokenizer()
+    counts_hold = [tokens.count(after[forms_at][0]), tokens.count(after[forms_at][1])] == after[tokens_at][:2]
+    return counts_hold and after[tokens_at][:2] == before[tokens_at][:2]
 
 
 def _flip_text(raw: bytes, old: bytes, new: bytes) -> bytes:
