@@ -10,6 +10,7 @@ Everything not in `__all__` is private and may change.
 """
 
 from .context import Bundle, ContextOpts
+from .edges import Edge
 from .facade import Cortex, open, store_actor
 from .writes import Write
 from .errors import *  # noqa: F403 - every error class is public
@@ -17,6 +18,7 @@ from .errors import __all__ as _errors
 from .memory import Memory
 from .model import (
     Belief,
+    EdgeType,
     Capability,
     Constraint,
     Event,
@@ -60,6 +62,8 @@ __all__ = [
     "Verb",
     "ObjKind",
     "Tier",
+    "Edge",
+    "EdgeType",
     "FACTUAL_ERROR",
     "WRONG_ASSUMPTION",
     *_errors,

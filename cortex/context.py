@@ -16,6 +16,12 @@ from the index values alone, and only then reads the survivors:
 7. read the survivors' heads with one multi-get and render them;
 8. order the tiers.
 
+Edges (`cortex.edges`): a superseded memory (a live `supersedes` edge points at it
+from a live memory) is not a candidate in any tier unless `include_superseded=True`
+(one mask over a flag bit of the index values); its id goes to
+`Bundle.superseded_ids`. `Bundle.conflicts` pairs the candidates linked by a live
+`contradicts` edge, looking up the edges of flagged candidates only.
+
 Nothing is written: no journal entry, no salience bump; the root is unchanged. The
 tokenizer is never loaded: token counts come from the index values.
 """
@@ -38,12 +44,12 @@ from .engine import Engine, TornView
 from .errors import CorruptRecord, NoTiersIncluded, ValidationError, shown
 from .forms import FORM_NAMES
 from .ids import encode_id, format_uri
-from .index import actor_obj, entry, frame, pinned
+from .index import actor_obj, edge, entry, frame, pinned
 from .index.entry import Columns
 from .memory import Memory
 from .model import MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, from_micros, json_value, to_micros
 from .salience.score import DEFAULT_WEIGHTS, Weights, live_scores
-from .records import head_key
+from .records import FLAG_CONTRADICTED, FLAG_SUPERSEDED, IV_FLAGS, head_key
 
 DEFAULT_BUDGET_TOKENS = 3000
 MAX_BUDGET_TOKENS = 4000
@@ -61,7 +67,8 @@ class ContextOpts:
     kind name -> ref. `budget_tokens`: 0 means 3000, above 4000 is capped at 4000.
     `include_tiers`: None for all three, else `Tier` members or their names.
     `outcome_limit`: 0 means 3. `form`: "short", "medium" or "full". `now`: the
-    instant scores are computed at (None: the store clock).
+    instant scores are computed at (None: the store clock). `include_superseded`:
+    keep memories that a live memory supersedes (left out by default; `cortex.edges`).
     """
 
     verb: Verb | str | None = None
@@ -72,6 +79,7 @@ class ContextOpts:
     form: str = "medium"
     scope: Any = None
     now: datetime | None = None
+    include_superseded: bool = False
 
 
 _OPTION_NAMES = frozenset(f.name for f in fields(ContextOpts))
@@ -86,6 +94,7 @@ class _Plan:
     outcome_limit: int
     form: str
     now: int
+    include_superseded: bool = False
 
 
 def _plan(opts: ContextOpts, clock_now: Any) -> _Plan:
@@ -121,7 +130,14 @@ def _plan(opts: ContextOpts, clock_now: Any) -> _Plan:
         outcome_limit=DEFAULT_OUTCOME_LIMIT if limit == 0 else limit,
         form=opts.form,
         now=to_micros(now),
+        include_superseded=_flag("include_superseded", opts.include_superseded),
     )
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValidationError(name, "must be a bool", value)
+    return value
 
 
 def _object(kind: object, ref: object) -> tuple[ObjKind, str]:
@@ -188,6 +204,11 @@ class Bundle:
     `now` as ISO-8601 text); `dropped_ids` every trimmed memory's id, best first;
     `weights` the salience weights the call scored with; `now` its instant. The
     interop exports (ledger, packs) are built from these.
+
+    `conflicts`: the pairs (a, b) of candidates (survivors or trimmed) linked by a
+    live `contradicts` edge, a < b by id, in id order. `superseded_ids`: the
+    memories the tier scans found but left out as superseded (none with
+    `include_superseded=True`), in id order (`cortex.edges`).
     """
 
     pinned: list[Memory]
@@ -207,6 +228,8 @@ class Bundle:
     dropped_ids: Sequence[str] = field(default=(), compare=False)
     weights: Weights = field(default=DEFAULT_WEIGHTS, compare=False)
     now: datetime | None = field(default=None, compare=False)
+    conflicts: list[tuple[str, str]] = field(default_factory=list)
+    superseded_ids: Sequence[str] = field(default=(), compare=False)
 
     def memories(self) -> list[Memory]:
         """Every survivor: pinned, then outcomes, then frame-relevant."""
@@ -227,6 +250,8 @@ class Bundle:
             "candidates": self.candidates,
             "form": self.form,
             "root": self.root,
+            "conflicts": [[a, b] for a, b in self.conflicts],
+            "superseded_ids": list(self.superseded_ids),
         }
 
     def to_json(self) -> str:
@@ -256,24 +281,35 @@ class Bundle:
     def to_markdown(self) -> str:
         """Sections Pinned, Frame-relevant, Outcomes and Reachable, one bullet
         `- <uri> — <text>` per memory (a full form's further lines indented under
-        its bullet, so the list stays one list), and a footer."""
+        its bullet, so the list stays one list), and a footer. When candidates
+        contradict each other, a Conflicts section comes before Reachable."""
         lines: list[str] = []
         for title, members in (("Pinned", self.pinned), ("Frame-relevant", self.frame_relevant), ("Outcomes", self.outcomes)):
             lines.append(f"## {title}")
             lines += [f"- {m.uri} — {self.rendered[m.id]}".replace("\n", "\n  ") for m in members] or ["(none)"]
             lines.append("")
+        lines += self._conflict_lines()
         lines.append("## Reachable")
         lines += [f"- {uri}" for uri in self.reachable_uris] or ["(none)"]
         lines.append("")
         lines.append(f"_form={self.form}, total_tokens={self.total_tokens}, trimmed={self.trimmed}, latency_ms={self.latency_ms:.2f}_")
         return "\n".join(lines) + "\n"
 
+    def _conflict_lines(self) -> list[str]:
+        """A Conflicts section (only when there are some): `- <a> contradicts <b>`,
+        each memory by its URI when the bundle holds it, else by its id."""
+        if not self.conflicts:
+            return []
+        uris = {m.id: m.uri for m in self.memories()}
+        uris.update({uri.rsplit("/", 1)[1].split("#")[0]: uri for uri in self.reachable_uris})
+        return ["## Conflicts", *(f"- {uris.get(a, a)} contradicts {uris.get(b, b)}" for a, b in self.conflicts), ""]
+
 
 # ---------------------------------------------------------------------------
 # Tier scans
 
 # The index value fields the composer uses (see cortex.index.entry).
-_FIELDS = ("id_hi", "id_lo", "type", "version", "created", "last_used", "expires", "access", "citations", "importance")
+_FIELDS = ("id_hi", "id_lo", "type", "flags", "version", "created", "last_used", "expires", "access", "citations", "importance")
 
 
 def _decode(values: list[bytes], plan: _Plan) -> Columns:
@@ -339,6 +375,8 @@ def _outcomes(e: Engine, plan: _Plan, pinned_ids: set[bytes]) -> list[bytes]:
         expires = entry.expires_of(value)
         if raw_id in chosen or 0 < expires <= plan.now or raw_id in pinned_ids:
             continue
+        if value[IV_FLAGS] & FLAG_SUPERSEDED and not plan.include_superseded:
+            continue  # stale: a later memory takes its place in the limit
         chosen[raw_id] = (created, value)
         if cutoff is None and len(chosen) >= plan.outcome_limit:
             cutoff = created
@@ -412,6 +450,9 @@ def _compose_locked(e: Engine, plan: _Plan, started: float) -> Bundle:
     keep = _live(cols, plan.now)
     if len(included) > 1 or len(plan.objects) > 1:
         keep &= _first_of_each_id(cols)
+    stale = cols.take(keep & ((cols["flags"] & FLAG_SUPERSEDED) != 0)) if not plan.include_superseded else None
+    if stale is not None and len(stale):
+        keep &= (cols["flags"] & FLAG_SUPERSEDED) == 0
     cols, tiers = cols.take(keep), tiers[keep]
     scores = live_scores(
         cols["last_used"], cols["access"], cols["citations"], cols["importance"],
@@ -469,7 +510,16 @@ def _compose_locked(e: Engine, plan: _Plan, started: float) -> Bundle:
         dropped_ids=_LazyIds(cols.take(order[:dropped][::-1]).ids),
         weights=weights,
         now=from_micros(plan.now),
+        conflicts=_conflicts(e, cols),
+        superseded_ids=_LazyIds(lambda: sorted(stale.ids()) if stale is not None else []),
     )
+
+def _conflicts(e: Engine, cols: Columns) -> list[tuple[str, str]]:
+    """The pairs of candidates linked by a live `contradicts` edge, in id order."""
+    flagged = (cols["flags"] & FLAG_CONTRADICTED) != 0
+    if not flagged.any():
+        return []
+    return [(encode_id(a), encode_id(b)) for a, b in edge.conflicts(e.storage, cols.take(flagged).ids())]
 
 
 def _request(plan: _Plan) -> dict[str, Any]:
@@ -482,6 +532,7 @@ def _request(plan: _Plan) -> dict[str, Any]:
         "outcome_limit": plan.outcome_limit,
         "form": plan.form,
         "now": json_value(from_micros(plan.now)),
+        **({"include_superseded": True} if plan.include_superseded else {}),
     }
 
 

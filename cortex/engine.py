@@ -367,8 +367,11 @@ class Engine:
         weights, scores = salience.step(self.weights(), dict(old_scores), kind, now, payload)
         puts: dict[bytes, bytes | None] = {}
         for raw_id, (old, head) in heads.items():
-            before = index.entries(raw_id, old, old_scores[raw_id])
-            after = index.entries(raw_id, head, scores[raw_id])
+            # Edge flags come from the edges and the other end's state, never from
+            # a change to the memory itself (`extra` carries the others' changes).
+            edge_flags = index.edge.flags_of(self.storage, raw_id)
+            before = index.entries(raw_id, old, old_scores[raw_id], edge_flags)
+            after = index.entries(raw_id, head, scores[raw_id], edge_flags)
             puts.update({key: None for key in before.keys() - after.keys()})
             puts.update({key: value for key, value in after.items() if before.get(key) != value})
             if head is not old:

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from . import context as _context
+from . import edges as _edges
 from . import query as _query
 from . import reads as _reads
 from . import upkeep as _upkeep
@@ -21,7 +22,8 @@ from .interop import jsonl as _jsonl
 from .engine import Engine, Options, stored_actor, system_clock
 from .errors import ValidationError
 from .memory import Memory
-from .model import Frame, MemoryData
+from .edges import Edge
+from .model import EdgeType, Frame, MemoryData
 from .salience.score import Score, Weights
 from .writes import Write
 
@@ -123,9 +125,11 @@ class Cortex:
         source: str = "user_input",
         expires_at: datetime | None = None,
         forms: dict[str, str] | None = None,
+        supersedes: Iterable[str] = (),
     ) -> str:
-        """Write a new memory; return the URI of its version 1."""
-        item = Write(data, frames, tags, importance, confidence, source, expires_at, forms)
+        """Write a new memory; return the URI of its version 1. `supersedes`: URIs of
+        memories it replaces, linked in the same batch (`link(new, "supersedes", old)`)."""
+        item = Write(data, frames, tags, importance, confidence, source, expires_at, forms, supersedes)
         return _writes.write_many(self._engine, [item])[0]
 
     def write_many(self, items: Iterable[Write]) -> list[str]:
@@ -164,11 +168,12 @@ class Cortex:
 
     def find(self, type: Any = None, tags: Iterable[str] = (), where: Any = None, order_by: str = "salience",
              limit: int | None = None, budget_tokens: int | None = None, form: str | None = None,
-             include_tombstoned: bool = False, scope: Any = None, late_binding: bool = False) -> list[Memory]:
+             include_tombstoned: bool = False, scope: Any = None, late_binding: bool = False,
+             include_superseded: bool = False) -> list[Memory]:
         """A bounded query over one type or a set of tags: see `cortex.query`."""
         return _query.find(self._engine, type=type, tags=tags, where=where, order_by=order_by, limit=limit,
                            budget_tokens=budget_tokens, form=form, include_tombstoned=include_tombstoned,
-                           scope=scope, late_binding=late_binding)
+                           scope=scope, late_binding=late_binding, include_superseded=include_superseded)
 
     def resolve(self, uri: str) -> Memory:
         """The memory version a URI names (old versions and tombstoned memories too)."""
@@ -199,6 +204,24 @@ class Cortex:
     def stats(self) -> dict[str, Any]:
         """Counts by type, live and tombstoned, journal length and root."""
         return _reads.stats(self._engine)
+
+    # -- edges (DESIGN §15) -------------------------------------------------------
+
+    def link(self, src: str, edge_type: EdgeType | str, dst: str, weight: float = 1.0) -> Edge:
+        """Link memory `src` to `dst` with a typed edge (`EdgeType` or its name, e.g.
+        "supersedes"); weight in [0, 1]. Idempotent; both ends must exist; no
+        self-edges and no supersedes cycles. Journaled. See `cortex.edges`."""
+        return _edges.link(self._engine, src, edge_type, dst, weight)
+
+    def unlink(self, src: str, edge_type: EdgeType | str, dst: str, reason: str) -> None:
+        """Tombstone an edge (kept in history; linking it again revives it). Journaled."""
+        _edges.unlink(self._engine, src, edge_type, dst, reason)
+
+    def edges(self, uri: str, direction: str = "out", types: Iterable[EdgeType | str] | None = None,
+              include_tombstoned: bool = False) -> list[Edge]:
+        """A memory's edges: direction "out", "in" or "both"; `types` None for all.
+        Ordered by (type, src id, dst id)."""
+        return _edges.edges(self._engine, uri, direction, types, include_tombstoned)
 
     # -- interop (DESIGN §9) ---------------------------------------------------------
 

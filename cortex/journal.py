@@ -20,8 +20,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import MAX_IMPORTANCE
-from .records import META_JOURNAL, ROOT_SIZE, Entry, JournalHead, is_int, journal_key, journal_value
+from .model import MAX_IMPORTANCE, EdgeType
+from .records import META_JOURNAL, ROOT_SIZE, EdgeRecord, Entry, JournalHead, is_int, journal_key, journal_value
 
 DOMAIN = b"cortex.journal.v1"
 ZERO_ROOT = bytes(ROOT_SIZE)
@@ -44,7 +44,9 @@ def append(puts: dict[bytes, bytes | None], head: JournalHead, kind: str, at: in
 # ---------------------------------------------------------------------------
 # What the journal says about each memory: checks for verify()
 
-KINDS = ("write", "update", "update_head", "tombstone", "attest", "access")
+# Entries about edges between memories (cortex.edges): they move no salience record.
+EDGE_KINDS = ("link", "unlink")
+KINDS = ("write", "update", "update_head", "tombstone", "attest", "access") + EDGE_KINDS
 
 
 def _is_int(v: Any, lo: int = 0, hi: int = 2**63) -> bool:
@@ -69,6 +71,10 @@ def _is_frames(v: Any) -> bool:
     )
 
 
+def _is_edge(p: dict[str, Any]) -> bool:
+    return _is_id(p.get("src")) and _is_id(p.get("dst")) and p["src"] != p["dst"] and _is_int(p.get("type"), 1, len(EdgeType) + 1)
+
+
 _PAYLOAD_RULES: dict[str, Any] = {
     "write": lambda p: _is_id(p.get("id")) and _is_int(p.get("type"), 1, 10) and p.get("version") == 1
     and _is_int(p.get("importance"), 0, MAX_IMPORTANCE + 1) and isinstance(p.get("pinned"), bool) and _is_frames(p.get("frames"))
@@ -80,6 +86,8 @@ _PAYLOAD_RULES: dict[str, Any] = {
     "attest": lambda p: _is_ids(p.get("ids")) and p.get("outcome") in ("success", "failure")
     and (p.get("reason") is None or isinstance(p.get("reason"), str)),
     "access": lambda p: _is_ids(p.get("ids")),
+    "link": lambda p: _is_edge(p) and type(p.get("weight")) is float and 0.0 <= p["weight"] <= 1.0,
+    "unlink": lambda p: _is_edge(p) and isinstance(p.get("reason"), str),
 }
 
 
@@ -110,11 +118,17 @@ class HeadFacts:
     expires: int | None
     tombstoned: bool = False
     version_times: list[int] = field(default_factory=list)  # when each version was written
+    edges: dict[tuple[int, bytes], EdgeRecord] = field(default_factory=dict)  # outgoing, by (type, dst)
 
 
 def note(facts: dict[bytes, HeadFacts], entry: Entry) -> None:
     """Fold one (well-formed) entry into the per-memory facts."""
     p = entry.payload
+    if entry.kind in EDGE_KINDS:
+        src = facts.get(p["src"])
+        if src is not None:
+            fold_edge(src.edges, entry)
+        return
     if entry.kind == "write":
         facts[p["id"]] = HeadFacts(p["type"], 1, entry.at, entry.at, p["importance"], p["tags"], p["frames"], p["expires"],
                                    version_times=[entry.at])
@@ -132,3 +146,14 @@ def note(facts: dict[bytes, HeadFacts], entry: Entry) -> None:
         f.frames = p.get("frames", f.frames)
     elif entry.kind == "tombstone":
         f.tombstoned = True
+
+def fold_edge(out: dict[tuple[int, bytes], EdgeRecord], entry: Entry) -> None:
+    """Fold one (well-formed) link or unlink entry into a memory's outgoing edges,
+    keyed by (type, dst): a link makes the edge live (again) with its weight and
+    time; an unlink tombstones a live edge."""
+    p = entry.payload
+    key = (p["type"], p["dst"])
+    if entry.kind == "link":
+        out[key] = EdgeRecord(p["weight"], entry.at)
+    elif (edge := out.get(key)) is not None and edge.live:
+        out[key] = edge._replace(tombstone=(entry.at, p["reason"]))

@@ -32,7 +32,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar, cast, dataclass_transform, overload
 
-from .errors import EmptyObjRef, InvalidObjKind, InvalidVerb, ValidationError, shown
+from .errors import EmptyObjRef, InvalidEdgeType, InvalidObjKind, InvalidVerb, ValidationError, shown
 
 MAX_TEXT_BYTES = 16 * 1024
 MAX_LIST_ITEMS = 256
@@ -125,6 +125,33 @@ class ObjKind(enum.IntEnum):
     def parse(cls, value: object, field_name: str = "kind") -> ObjKind:
         """An `ObjKind` from a member or its lower-case name (`"service"`)."""
         return _parse_member(cls, value, field_name, InvalidObjKind, "object kind")
+
+
+class EdgeType(enum.IntEnum):
+    """The typed relations between two memories (DESIGN §15). `supersedes` (the
+    source replaces the destination, which `context()` and `find()` then leave out)
+    and `contradicts` (`Bundle.conflicts`) change what the reads return; the others
+    are recorded and listed by `Cortex.edges()`."""
+
+    DERIVED_FROM = 1
+    SUPERSEDES = 2
+    REFERENCES = 3
+    CONTRADICTS = 4
+    CORROBORATES = 5
+    CONSENTS_TO = 6
+    DISPATCHED_TO = 7
+    ATTESTED_BY = 8
+    CITED_IN = 9
+    TOMBSTONES = 10
+    PART_OF = 11
+    INSTANCE_OF = 12
+    CAUSED_BY = 13
+    OBSERVED_BY = 14
+
+    @classmethod
+    def parse(cls, value: object, field_name: str = "edge_type") -> EdgeType:
+        """An `EdgeType` from a member or its lower-case name (`"supersedes"`)."""
+        return _parse_member(cls, value, field_name, InvalidEdgeType, "edge type")
 
 
 class Tier(enum.Enum):

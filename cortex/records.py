@@ -12,6 +12,7 @@ big-endian integers, so byte order is the order the scans need.
 | `j/<seq8>`                | journal entry: running root (32 bytes) + entry (`Entry`)       |
 | `sal/<id16>`              | salience record (`encode_score`)                               |
 | `idx/...`                 | index entries, each holding an index value (`encode_index_value`) |
+| `idx/edge_out/`, `idx/edge_in/` | edges between memories, both directions (`EdgeRecord`; `cortex.index.edge`) |
 | `meta/actor`, `meta/tokenizer`, `meta/schema` | settings, UTF-8 text                       |
 | `meta/journal`            | journal head: seq8 + root32 (`JournalHead`)                   |
 | `meta/weights`            | learned salience weights (`encode_weights`)                    |
@@ -466,6 +467,11 @@ def decode_clock_high(raw: bytes | None) -> int | None:
 
 FLAG_PINNED = 1
 FLAG_TOMBSTONED = 2
+# Set from the memory's edges (`cortex.index.edge.flags_of`); stores written before
+# edges existed hold 0 here, which is what a memory without edges has.
+FLAG_SUPERSEDED = 4  # a live `supersedes` edge from a live memory points at it
+FLAG_CONTRADICTED = 8  # a live `contradicts` edge starts or ends at it
+EDGE_FLAGS = FLAG_SUPERSEDED | FLAG_CONTRADICTED
 
 _INDEX_STRUCT = struct.Struct(">16sBBBIQQQIIHHI")
 INDEX_VALUE_SIZE = _INDEX_STRUCT.size
@@ -490,6 +496,7 @@ def _offset(name: str) -> int:
 # Named offsets into an index value.
 IV_ID = slice(0, ID_SIZE)
 IV_TYPE = _offset("type")
+IV_FLAGS = _offset("flags")
 IV_VERSION = slice(_offset("version"), _offset("version") + 4)
 IV_CREATED = slice(_offset("created"), _offset("created") + 8)
 IV_EXPIRES = _offset("expires")
@@ -540,3 +547,38 @@ def decode_index_values(values: list[bytes]) -> np.ndarray:
     if len(buf) != INDEX_VALUE_SIZE * len(values):
         raise ValueError("index value of the wrong size")
     return np.frombuffer(buf, dtype=INDEX_DTYPE)
+
+# ---------------------------------------------------------------------------
+# Edges between memories (`cortex.edges`; keys laid out in `cortex.index.edge`)
+#
+# An edge record is the msgpack array `[weight, created, tombstone]`: weight a float
+# in [0, 1], created the µs time the edge was (last) linked, tombstone None or
+# `[at µs, reason]` once unlinked. `idx/edge_out/` and `idx/edge_in/` hold the same
+# bytes, so either direction reads an edge in one scan. Both are derived: the
+# journal's link and unlink entries fold into them (`cortex.journal.fold_edge`).
+
+
+class EdgeRecord(NamedTuple):
+    weight: float
+    created: int
+    tombstone: tuple[int, str] | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.tombstone is None
+
+    def encode(self) -> bytes:
+        return pack([self.weight, self.created, None if self.tombstone is None else list(self.tombstone)])
+
+    @staticmethod
+    def decode(key: bytes, raw: bytes) -> EdgeRecord:
+        """A stored edge record; `CorruptRecord` naming the key unless well-formed."""
+        rec = unpack(key, raw)
+        if not (isinstance(rec, list) and len(rec) == 3 and type(rec[0]) is float and 0.0 <= rec[0] <= 1.0 and _is_time(rec[1])):
+            raise CorruptRecord(key, "bad edge record")
+        tomb = rec[2]
+        if tomb is None:
+            return EdgeRecord(rec[0], rec[1])
+        if not (isinstance(tomb, list) and len(tomb) == 2 and _is_time(tomb[0]) and isinstance(tomb[1], str)):
+            raise CorruptRecord(key, "bad edge record")
+        return EdgeRecord(rec[0], rec[1], (tomb[0], tomb[1]))

@@ -15,7 +15,7 @@ from . import index
 from .engine import Engine
 from .errors import CorruptRecord
 from .ids import encode_id
-from .journal import HeadFacts, chain, entry_problem, note
+from .journal import EDGE_KINDS, HeadFacts, chain, entry_problem, note
 from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
 from .storage import scan_keys
@@ -72,6 +72,10 @@ def replay_journal(e: Engine, problems: list[str] | None = None) -> Replay:
         if problem is None and chain(stored_prev, raw) != stored_root:
             problem = "does not match the hash chain (altered)"
         stored_prev = stored_root
+        if problem is None and item.kind in EDGE_KINDS:
+            note(facts, item)  # into the source's facts: edges move no salience record
+            high = max(high, item.at)
+            continue
         if problem is None:
             try:
                 before = {i: scores.get(i) for i in salience.touched_ids(item.payload)}
@@ -95,6 +99,11 @@ def expected_derived(e: Engine, scores: dict[bytes, Score], facts: dict[bytes, H
     `problems` (heads that do not decode or disagree with the journal or their
     current version, versions that are missing or fail their content hash)."""
     expected: dict[bytes, bytes] = {}
+    edge_flags, edge_keys = index.edge.derive(
+        (((src, code, dst), record) for src, fact in facts.items() for (code, dst), record in fact.edges.items()),
+        lambda raw_id: raw_id in facts and not facts[raw_id].tombstoned,
+    )
+    expected.update(edge_keys)
     for key, raw in e.storage.scan_items(HEAD_PREFIX):
         raw_id = key[len(HEAD_PREFIX):]
         try:
@@ -142,7 +151,7 @@ def expected_derived(e: Engine, scores: dict[bytes, Score], facts: dict[bytes, H
             problems.append(f"{_show(key)}: head disagrees with {mismatch}")
             continue
         expected[salience_key(raw_id)] = score.encode()
-        expected.update(index.entries(raw_id, head, score))
+        expected.update(index.entries(raw_id, head, score, edge_flags.get(raw_id, 0)))
     return expected
 
 def verify(e: Engine) -> list[str]:
@@ -170,7 +179,7 @@ def verify(e: Engine) -> list[str]:
                 if want is None:
                     problems.append(f"{_show(key)}: entry points at no live record")
                 elif want != value:
-                    problems.append(f"{_show(key)}: stale or corrupt value")
+                    problems.append(f"{_show(key)}: {index.edge.flag_problem(want, value) or 'stale or corrupt value'}")
         for key in sorted(expected):
             problems.append(f"{_show(key)}: missing entry")
         if e.storage.get(META_CLOCK_HIGH) != (encode_clock_high(high) if head.seq else None):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from . import index
+from . import edges, index
 from .engine import Engine
 from .errors import TypeMismatch, ValidationError
 from .forms import build_forms, check_forms
@@ -48,7 +48,8 @@ class Write:
 
     Validates on construction (frames and tags become tuples, duplicates removed).
     `expires_at`: after that instant the memory no longer appears in `context()`
-    (it still resolves).
+    (it still resolves). `supersedes`: URIs (or ids) of memories the new one
+    replaces, linked in the same batch (`cortex.edges`).
     """
 
     data: MemoryData
@@ -59,10 +60,11 @@ class Write:
     source: str
     expires_at: datetime | None
     forms: dict[str, str] | None = field(compare=False)
+    supersedes: tuple[str, ...]
 
     def __init__(self, data: MemoryData, frames: Iterable[Frame] = (), tags: Iterable[str] = (), importance: int = 0,
                  confidence: float = 1.0, source: str = "user_input", expires_at: datetime | None = None,
-                 forms: dict[str, str] | None = None) -> None:
+                 forms: dict[str, str] | None = None, supersedes: Iterable[str] = ()) -> None:
         check_data(data)
         check_int("importance", importance, lo=0, hi=MAX_IMPORTANCE)
         check_text("source", source, required=True, max_bytes=MAX_SOURCE_BYTES)
@@ -75,6 +77,7 @@ class Write:
             "source": source,
             "expires_at": check_datetime("expires_at", expires_at),
             "forms": check_forms(forms),
+            "supersedes": edges.check_supersedes(supersedes),
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -128,6 +131,9 @@ def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
             puts.update(index.entries(raw_id, head, score))
             journal = append(puts, journal, "write", now, payload)
             uris.append(format_uri(data.TYPE, raw_id, 1))
+        links = [(raw_id, item.supersedes) for raw_id, item in zip(raw_ids, batch) if item.supersedes]
+        if links:
+            journal = edges.supersede(e, puts, journal, now, links, set(raw_ids))
         e.apply(puts, journal, now)
     return uris
 
@@ -191,7 +197,7 @@ def tombstone(e: Engine, uri: str, reason: str) -> None:
             return
         now = to_micros(e.now())
         head = old._replace(tombstone=(now, reason))
-        e.commit("tombstone", now, {"id": raw_id, "reason": reason}, {raw_id: (old, head)})
+        e.commit("tombstone", now, {"id": raw_id, "reason": reason}, {raw_id: (old, head)}, edges.after_tombstone(e, raw_id))
 
 
 def attest(e: Engine, cited: Iterable[str], outcome: str, reason: str | None = None) -> None:

@@ -13,20 +13,21 @@ from typing import TYPE_CHECKING
 
 from ..model import MemoryType, is_pinned, to_micros
 from ..salience.score import Score
-from . import actor_obj, by_tag, by_type, entry, frame, pinned
+from . import actor_obj, by_tag, by_type, edge, entry, frame, pinned
 
 if TYPE_CHECKING:
     from ..records import Head
 
 PREFIX = b"idx/"
-DERIVED_PREFIXES = (by_type.PREFIX, by_tag.PREFIX, pinned.PREFIX, frame.PREFIX, actor_obj.PREFIX)
+DERIVED_PREFIXES = (by_type.PREFIX, by_tag.PREFIX, pinned.PREFIX, frame.PREFIX, actor_obj.PREFIX, *edge.PREFIXES)
 
 
-def entries(raw_id: bytes, head: Head, score: Score) -> dict[bytes, bytes]:
-    """Every index key of a memory, with its value."""
+def entries(raw_id: bytes, head: Head, score: Score, edge_flags: int = 0) -> dict[bytes, bytes]:
+    """Every index key of a memory, with its value. `edge_flags` are the bits its
+    edges set (`edge.flags_of`; 0 for a memory without edges)."""
     live = head.tombstone is None
     is_pin = live and is_pinned(head.data)
-    flags = (entry.FLAG_PINNED if is_pin else 0) | (0 if live else entry.FLAG_TOMBSTONED)
+    flags = (entry.FLAG_PINNED if is_pin else 0) | (0 if live else entry.FLAG_TOMBSTONED) | edge_flags
     value = entry.encode(
         raw_id,
         type=int(head.type),
