@@ -11,7 +11,7 @@ Everything not in `__all__` is private and may change.
 
 from .context import Bundle, ContextOpts
 from .edges import Edge
-from .facade import Cortex, open, store_actor
+from .facade import Cortex, migrate, open, store_actor
 from .writes import Write
 from .errors import *  # noqa: F403 - every error class is public
 from .errors import __all__ as _errors
@@ -40,6 +40,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "open",
+    "migrate",
     "store_actor",
     "Cortex",
     "Identity",

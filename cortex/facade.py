@@ -19,6 +19,8 @@ from . import upkeep as _upkeep
 from . import writes as _writes
 from .context import Bundle, ContextOpts
 from .interop import jsonl as _jsonl
+from .interop import migrate as _migrate
+from .interop.migrate import Migration
 from .engine import Engine, Options, stored_actor, system_clock
 from .errors import ValidationError
 from .memory import Memory
@@ -27,7 +29,7 @@ from .model import EdgeType, Frame, MemoryData
 from .salience.score import Score, Weights
 from .writes import Write
 
-__all__ = ["open", "Cortex", "store_actor"]
+__all__ = ["open", "migrate", "Cortex", "store_actor"]
 
 
 def store_actor(path: str | os.PathLike[str]) -> str:
@@ -74,6 +76,27 @@ def open(
         entropy=entropy, cache_mb=cache_mb, ingest_helper=ingest_helper,
     )
     return Cortex(Engine.open(options))
+
+
+def migrate(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    actor: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Migration:
+    """Copy the store at `src` into the empty store at `dst`, between backends in
+    either direction (a RocksDB directory, a PostgreSQL DSN), and check the copy.
+
+    Streams in bounded batches from one consistent view of `src` (which may stay open
+    for writing meanwhile); refuses a `dst` that holds anything; ends with `dst`
+    opened afresh, holding `src`'s `root()` and verifying clean (`StoreError`
+    otherwise). `actor` is needed when `src` is a PostgreSQL DSN (a database holds
+    many actors). `progress(n)` is called after each batch with the keys it wrote.
+    An interrupted migration is named by `dst.verify()` and completed by running it
+    again. See `cortex.interop.migrate`.
+    """
+    return _migrate.migrate(src, dst, actor=actor, progress=progress)
 
 
 class Cortex:

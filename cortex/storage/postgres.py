@@ -46,7 +46,12 @@ Behaviour:
   `StoreError` saying the write did not happen. Otherwise `StoreError` saying the
   outcome is unknown.
 * A killed writer's lease lapses after `lease_seconds` (10 s by default): until then
-  a new writer for the actor gets `StoreLocked` saying until when.
+  a new writer for the actor gets `StoreLocked` saying until when. `cortex.open()`
+  takes the lease times from the environment: `CORTEX_PG_LEASE_SECONDS` (how long a
+  lease lasts without renewal) and `CORTEX_PG_RENEW_SECONDS` (how often the writer
+  renews it; default a third of the lease, 3 s for the default lease). A longer lease
+  rides out longer pauses of a writer (GC, a stopped VM) but keeps the actor locked
+  longer after a crash; tests use short ones.
 * `sync` is accepted for the protocol: a commit is as durable as the server makes it
   (`synchronous_commit`, on by default), which is the administrator's choice.
 * Transaction control (BEGIN, COMMIT, ROLLBACK) is never prepared: nothing to gain,
@@ -110,6 +115,8 @@ T = TypeVar("T")
 SCHEMA_VERSION = 1
 LEASE_SECONDS = 10.0  # how long a lease lasts without renewal
 RENEW_SECONDS = 3.0  # how often the open writer renews it
+LEASE_ENV = "CORTEX_PG_LEASE_SECONDS"  # environment variables that override the two above
+RENEW_ENV = "CORTEX_PG_RENEW_SECONDS"
 POOL_SIZE = 4  # connections at most in the pool (one per reading thread at a time)
 CONNECT_TIMEOUT = 10  # seconds to connect (unless the DSN says) or to wait for a pooled connection
 _RELEASE_TIMEOUT = 2.0  # seconds close() waits for a connection to release the lease
@@ -162,22 +169,42 @@ def _range_sql(columns: str, lower: str, upper: str | None, order: str, limit: i
 
 
 def open_postgres(dsn: str, *, actor: str, read_only: bool, sync: bool,
-                  lease_seconds: float = LEASE_SECONDS, renew_seconds: float = RENEW_SECONDS,
+                  lease_seconds: float | None = None, renew_seconds: float | None = None,
                   pool_size: int = POOL_SIZE) -> PostgresStorage:
     """Open `actor`'s store in the database at `dsn`, as its writer or as a reader.
 
     A writer creates the tables when the database has none and takes the actor's
     lease (`StoreLocked` when another writer holds it). A reader writes nothing, and
-    needs the actor's store to exist (`NotFound`).
+    needs the actor's store to exist (`NotFound`). Lease times not given come from
+    `CORTEX_PG_LEASE_SECONDS` / `CORTEX_PG_RENEW_SECONDS`, else the defaults.
     """
     if not isinstance(actor, str) or not actor:
         raise ValidationError("actor", "must be a non-empty string", actor)
+    if lease_seconds is None:
+        lease_seconds = _seconds_from_env(LEASE_ENV, LEASE_SECONDS)
+    if renew_seconds is None:
+        default = RENEW_SECONDS if lease_seconds == LEASE_SECONDS else lease_seconds / 3
+        renew_seconds = _seconds_from_env(RENEW_ENV, default)
     if not 0 < renew_seconds < lease_seconds:
         raise ValidationError("renew_seconds", f"must be above 0 and below lease_seconds ({lease_seconds})",
                               renew_seconds)
     del sync  # durability is the server's setting (see the module docstring)
     return PostgresStorage(dsn, actor=actor, read_only=read_only, lease_seconds=lease_seconds,
                            renew_seconds=renew_seconds, pool_size=pool_size)
+
+
+def _seconds_from_env(name: str, default: float) -> float:
+    """A positive number of seconds from environment variable `name`, or `default`."""
+    text = os.environ.get(name)
+    if text is None or not text.strip():
+        return default
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < 1e6:  # NaN fails too
+        raise ValidationError(name, "must be a number of seconds above 0 (environment variable)", text)
+    return seconds
 
 
 class PostgresStorage:

@@ -1,0 +1,12 @@
+"""tests/test_reliability_input.py (hostile input) again, on PostgreSQL (the mapping:
+tests/backends.py): every rejected call writes nothing there too."""
+
+import pytest
+
+from test_reliability_input import *  # noqa: F403 - the suite's tests and fixtures, collected again here
+
+pytest_plugins = ["pgfixture", "backends"]  # no-ops once tests/conftest.py lists them
+
+pytestmark = pytest.mark.usefixtures("postgresql_stores")  # first among the module's fixtures
+
+ROCKSDB_ONLY: dict[str, str] = {}
