@@ -35,6 +35,7 @@ from .model import (
 )
 from .salience import Score, Weights
 from .salience.score import FACTUAL_ERROR, WRONG_ASSUMPTION
+from .scope import Scope, Selector, SignedScope
 
 __version__ = "0.1.0"
 
@@ -65,6 +66,9 @@ __all__ = [
     "Tier",
     "Edge",
     "EdgeType",
+    "Scope",
+    "Selector",
+    "SignedScope",
     "FACTUAL_ERROR",
     "WRONG_ASSUMPTION",
     *_errors,

@@ -10,7 +10,9 @@ from the index values alone, and only then reads the survivors:
 4. FrameRelevant: everything under `idx/frame/<verb><kind><hash(ref)>` per object,
    not already in an earlier tier (dedup priority Pinned > Outcomes > FrameRelevant);
 5. score every candidate with the live salience (store weights, pinned floor for
-   the pinned tier); expired memories are dropped (tombstoned ones have no entries);
+   the pinned tier); expired memories are dropped (tombstoned ones have no entries),
+   and so are memories outside the call's scope, before anything is scored (a
+   scope is verified once per call, in the same view: `cortex.scope`);
 6. trim: drop the lowest (score, id) while the chosen form's tokens exceed the
    budget, keeping at least one; the dropped become `reachable_uris` (at most 64);
 7. read the survivors' heads with one multi-get and render them;
@@ -42,6 +44,8 @@ import numpy as np
 
 from .engine import Engine, TornView
 from .errors import CorruptRecord, NoTiersIncluded, ValidationError, shown
+from .scope import Evaluator, Refusal, SignedScope, capped_budget, check_signed, verify
+from .writes import report_violation
 from .forms import FORM_NAMES
 from .ids import encode_id, format_uri
 from .index import actor_obj, edge, entry, frame, pinned
@@ -66,9 +70,11 @@ class ContextOpts:
     `verb`: a `Verb` or its name; None runs the pinned tier only. `objects`: object
     kind name -> ref. `budget_tokens`: 0 means 3000, above 4000 is capped at 4000.
     `include_tiers`: None for all three, else `Tier` members or their names.
-    `outcome_limit`: 0 means 3. `form`: "short", "medium" or "full". `now`: the
-    instant scores are computed at (None: the store clock). `include_superseded`:
-    keep memories that a live memory supersedes (left out by default; `cortex.edges`).
+    `outcome_limit`: 0 means 3. `form`: "short", "medium" or "full". `scope`: a
+    `cortex.SignedScope` the call is limited to (DESIGN §7; its budget cap applies,
+    0 asking for the cap). `now`: the instant scores are computed at and the scope's
+    expiry is checked at (None: the store clock). `include_superseded`: keep
+    memories that a live memory supersedes (left out by default; `cortex.edges`).
     """
 
     verb: Verb | str | None = None
@@ -94,6 +100,8 @@ class _Plan:
     outcome_limit: int
     form: str
     now: int
+    scope: SignedScope | None = None
+    requested_budget: int = 0  # as asked for (a scope's cap decides the budget later)
     include_superseded: bool = False
 
 
@@ -119,8 +127,7 @@ def _plan(opts: ContextOpts, clock_now: Any) -> _Plan:
         tiers = frozenset(_tier(t) for t in opts.include_tiers)
         if not tiers:
             raise NoTiersIncluded("include_tiers", "must name at least one tier")
-    if opts.scope is not None:
-        raise ValidationError("scope", "scoped context() is not available in this version; pass scope=None", opts.scope)
+    scope = None if opts.scope is None else check_signed(opts.scope)
     now = check_datetime("now", opts.now) or clock_now()
     return _Plan(
         verb=verb,
@@ -130,6 +137,8 @@ def _plan(opts: ContextOpts, clock_now: Any) -> _Plan:
         outcome_limit=DEFAULT_OUTCOME_LIMIT if limit == 0 else limit,
         form=opts.form,
         now=to_micros(now),
+        scope=scope,
+        requested_budget=budget,
         include_superseded=_flag("include_superseded", opts.include_superseded),
     )
 
@@ -357,9 +366,9 @@ def _pinned(e: Engine) -> list[bytes]:
     return e.storage.scan_values(pinned.PREFIX, pinned.key_of)
 
 
-def _outcomes(e: Engine, plan: _Plan, pinned_ids: set[bytes]) -> list[bytes]:
+def _outcomes(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evaluator | None) -> list[bytes]:
     """The values of the `outcome_limit` newest live Events under (verb, ref) of any
-    object that are not pinned (ties: id ascending)."""
+    object that are not pinned and are in scope (ties: id ascending)."""
     assert plan.verb is not None
     refs = sorted({ref for _, ref in plan.objects})
     streams = [
@@ -374,6 +383,8 @@ def _outcomes(e: Engine, plan: _Plan, pinned_ids: set[bytes]) -> list[bytes]:
         raw_id = value[:16]
         expires = entry.expires_of(value)
         if raw_id in chosen or 0 < expires <= plan.now or raw_id in pinned_ids:
+            continue
+        if scope is not None and not scope.admits_value(value):
             continue
         if value[IV_FLAGS] & FLAG_SUPERSEDED and not plan.include_superseded:
             continue  # stale: a later memory takes its place in the limit
@@ -410,7 +421,14 @@ def compose(e: Engine, opts: ContextOpts | None, overrides: dict[str, Any]) -> B
             raise ValidationError(name, f"unknown context() option; options: {', '.join(sorted(_OPTION_NAMES))}")
     opts = ContextOpts(**overrides) if opts is None else replace(opts, **overrides)
     plan = _plan(opts, e.now)
-    return e.read(lambda: _compose_locked(e, plan, started), catch_up=True)
+    if plan.scope is None:
+        return e.read(lambda: _compose_locked(e, plan, started), catch_up=True)
+    clock_now = to_micros(e.now()) if opts.now is not None else plan.now
+    try:
+        return e.read(lambda: _compose_locked(e, plan, started, clock_now), catch_up=True)
+    except Refusal as refusal:
+        report_violation(e, refusal)
+        raise refusal.error from None
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -419,9 +437,16 @@ def _uri(type_code: int, raw_id: bytes, version: int) -> str:
     return format_uri(MemoryType(type_code), raw_id, version)
 
 
-def _compose_locked(e: Engine, plan: _Plan, started: float) -> Bundle:
+def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) -> Bundle:
     journal, journal_at = e.view_state()
     root = journal.root.hex()
+    scope: Evaluator | None = None
+    if plan.scope is not None:
+        signed = plan.scope
+        digest = verify(e.storage, signed, e.actor, plan.now, clock_now)
+        requested = capped_budget(signed, digest, plan.requested_budget, 0)
+        plan = replace(plan, budget=DEFAULT_BUDGET_TOKENS if requested == 0 else min(requested, MAX_BUDGET_TOKENS))
+        scope = e.scopes.evaluator(e.storage, signed, journal.seq, journal.root)
     weights = e.weights()
     tiered = plan.verb is not None and bool(plan.objects)
     included = [t for t in _TIER_ORDER if t in plan.tiers and (t is Tier.PINNED or tiered)]
@@ -433,7 +458,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float) -> Bundle:
             if tier is Tier.PINNED:
                 found = _pinned(e)
             elif tier is Tier.OUTCOMES:
-                found = _outcomes(e, plan, {value[:16] for value in values})
+                found = _outcomes(e, plan, {value[:16] for value in values}, scope)
             else:
                 found = _frame_relevant(e, plan)
             values += found
@@ -448,11 +473,15 @@ def _compose_locked(e: Engine, plan: _Plan, started: float) -> Bundle:
         raise TornView("a memory newer than the view's last journal entry")
     tiers = np.repeat(np.array([_TIER_ORDER.index(t) for t in included], dtype=np.int8), counts)
     keep = _live(cols, plan.now)
+    if scope is not None:
+        keep &= scope.mask(cols["id_hi"], cols["id_lo"], cols["type"])
     if len(included) > 1 or len(plan.objects) > 1:
         keep &= _first_of_each_id(cols)
-    stale = cols.take(keep & ((cols["flags"] & FLAG_SUPERSEDED) != 0)) if not plan.include_superseded else None
-    if stale is not None and len(stale):
-        keep &= (cols["flags"] & FLAG_SUPERSEDED) == 0
+    superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0
+    stale = None
+    if not plan.include_superseded and superseded.any():
+        stale = cols.take(keep & superseded)
+        keep &= ~superseded
     cols, tiers = cols.take(keep), tiers[keep]
     scores = live_scores(
         cols["last_used"], cols["access"], cols["citations"], cols["importance"],
@@ -513,6 +542,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float) -> Bundle:
         conflicts=_conflicts(e, cols),
         superseded_ids=_LazyIds(lambda: sorted(stale.ids()) if stale is not None else []),
     )
+
 
 def _conflicts(e: Engine, cols: Columns) -> list[tuple[str, str]]:
     """The pairs of candidates linked by a live `contradicts` edge, in id order."""

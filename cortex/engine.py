@@ -2,7 +2,7 @@
 
 `Engine` holds one open store: its storage backend (`cortex.storage`), the
 readers-writer lock, the journal head and the latest write time, the clock, the id
-generator, the tokenizer, the view cache and the forms helper. The operations live
+generator, the tokenizer, the view cache, the scope state and the forms helper. The operations live
 in modules above it and take it as their first argument:
 
     cortex.writes   write, write_many, update, update_head, tombstone, attest
@@ -64,6 +64,7 @@ from .records import (
 )
 from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
+from .scope import ScopeState
 from .storage import Storage, is_dsn
 from .workers import FormsPool
 
@@ -199,6 +200,7 @@ class Engine:
         self.clock = options.clock
         self.lock = RWLock()
         self.views = ViewCache()
+        self.scopes = ScopeState()  # evaluated scopes, violation counts and their rate limit
         self.closed = False
         self._pool: FormsPool | None = None
         self._check_or_init_meta()

@@ -27,6 +27,7 @@ from .memory import Memory
 from .edges import Edge
 from .model import EdgeType, Frame, MemoryData
 from .salience.score import Score, Weights
+from .scope import Scope, SignedScope
 from .writes import Write
 
 __all__ = ["open", "migrate", "Cortex", "store_actor"]
@@ -198,9 +199,10 @@ class Cortex:
                            budget_tokens=budget_tokens, form=form, include_tombstoned=include_tombstoned,
                            scope=scope, late_binding=late_binding, include_superseded=include_superseded)
 
-    def resolve(self, uri: str) -> Memory:
-        """The memory version a URI names (old versions and tombstoned memories too)."""
-        return _reads.resolve(self._engine, uri)
+    def resolve(self, uri: str, scope: SignedScope | None = None) -> Memory:
+        """The memory version a URI names (old versions and tombstoned memories too).
+        With `scope`, a memory outside it raises `NotFound` as a missing one does."""
+        return _reads.resolve(self._engine, uri, scope)
 
     def resolve_latest(self, id: str) -> Memory:
         """The current version of the memory with this id (26-character ULID)."""
@@ -280,6 +282,32 @@ class Cortex:
         whole file is checked before anything is written; an interrupted import is
         completed by running it again."""
         return _jsonl.import_jsonl(self._engine, path)
+
+    # -- scopes (DESIGN §7) -------------------------------------------------------
+
+    def trust(self, public_key: Any, name: str) -> None:
+        """Trust an Ed25519 public key (an `Ed25519PublicKey` or its raw 32 bytes) to
+        sign scopes for this store, under `name`. Journaled."""
+        _writes.trust(self._engine, public_key, name)
+
+    def untrust(self, name: str) -> None:
+        """Stop trusting the key named `name`: scopes it signed are refused from now on. Journaled."""
+        _writes.untrust(self._engine, name)
+
+    def grant(self, scope: Scope, private_key: Any) -> SignedScope:
+        """Sign `scope` with an Ed25519 private key whose public key this store trusts."""
+        return _reads.grant(self._engine, scope, private_key)
+
+    def revoke(self, scope_id: str | SignedScope) -> None:
+        """Revoke a scope (its `scope_id` or the SignedScope): refused from now on, by
+        this handle and by `mode="r"` readers once they catch up. Journaled; idempotent."""
+        _writes.revoke(self._engine, scope_id)
+
+    def scope_violations(self) -> dict[str, int]:
+        """Scope violations this handle counted since it was opened, by scope id
+        (those the rate limit kept out of the journal or the log included)."""
+        with self._engine.scopes.lock:
+            return dict(self._engine.scopes.violations)
 
     # -- upkeep ----------------------------------------------------------------
 

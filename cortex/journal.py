@@ -44,9 +44,14 @@ def append(puts: dict[bytes, bytes | None], head: JournalHead, kind: str, at: in
 # ---------------------------------------------------------------------------
 # What the journal says about each memory: checks for verify()
 
+# Entries about memories (they move salience records), and about scopes: a trusted
+# signer, one no longer trusted, a revoked scope, a scope violation (cortex.scope).
+MEMORY_KINDS = ("write", "update", "update_head", "tombstone", "attest", "access")
+SCOPE_KINDS = ("trust", "untrust", "revoke", "violation")
 # Entries about edges between memories (cortex.edges): they move no salience record.
 EDGE_KINDS = ("link", "unlink")
-KINDS = ("write", "update", "update_head", "tombstone", "attest", "access") + EDGE_KINDS
+KINDS = MEMORY_KINDS + SCOPE_KINDS + EDGE_KINDS
+VIOLATIONS = ("resolve", "budget")
 
 
 def _is_int(v: Any, lo: int = 0, hi: int = 2**63) -> bool:
@@ -86,6 +91,11 @@ _PAYLOAD_RULES: dict[str, Any] = {
     "attest": lambda p: _is_ids(p.get("ids")) and p.get("outcome") in ("success", "failure")
     and (p.get("reason") is None or isinstance(p.get("reason"), str)),
     "access": lambda p: _is_ids(p.get("ids")),
+    "trust": lambda p: isinstance(p.get("name"), str) and isinstance(p.get("key"), bytes) and len(p["key"]) == 32,
+    "untrust": lambda p: isinstance(p.get("name"), str),
+    "revoke": lambda p: isinstance(p.get("scope"), bytes) and len(p["scope"]) == 32,
+    "violation": lambda p: isinstance(p.get("scope"), bytes) and len(p["scope"]) == 32 and p.get("what") in VIOLATIONS
+    and isinstance(p.get("detail"), str) and _is_int(p.get("held_back")),
     "link": lambda p: _is_edge(p) and type(p.get("weight")) is float and 0.0 <= p["weight"] <= 1.0,
     "unlink": lambda p: _is_edge(p) and isinstance(p.get("reason"), str),
 }
@@ -146,6 +156,7 @@ def note(facts: dict[bytes, HeadFacts], entry: Entry) -> None:
         f.frames = p.get("frames", f.frames)
     elif entry.kind == "tombstone":
         f.tombstoned = True
+
 
 def fold_edge(out: dict[tuple[int, bytes], EdgeRecord], entry: Entry) -> None:
     """Fold one (well-formed) link or unlink entry into a memory's outgoing edges,

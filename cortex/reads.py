@@ -1,4 +1,5 @@
-"""Point reads: resolve, resolve_latest, memories, salience, stats."""
+"""Point reads: resolve (scoped or not), resolve_latest, memories, salience, stats,
+and grant (signs a scope with a trusted key; reads only)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from .engine import Engine
-from .errors import CorruptRecord, NotFound
+from .errors import CorruptRecord, NotFound, ValidationError
 from .ids import decode_id, parse_uri
 from .index import by_type, entry
 from .memory import Memory
 from .model import MemoryType
+from .model import to_micros
 from .records import HEAD_PREFIX, SCHEMA_VERSION, V_DATA, V_HASH, content_hash, head_key, unpack, version_key
 from .salience.score import Score
+from .scope import Refusal, Scope, SignedScope, check_signed, memory_frames, private_key, public_key_bytes, sign, trusted_keys, verify
+from .writes import report_violation
 
 
 def stored(e: Engine, raw_id: bytes) -> Memory | None:
@@ -22,14 +26,31 @@ def stored(e: Engine, raw_id: bytes) -> Memory | None:
     return None if raw is None else Memory.stored(raw_id, unpack(key, raw))
 
 
-def resolve(e: Engine, uri: str) -> Memory:
-    """The memory version a URI names (old versions and tombstoned memories too)."""
+def resolve(e: Engine, uri: str, scope: SignedScope | None = None) -> Memory:
+    """The memory version a URI names (old versions and tombstoned memories too).
+
+    With `scope`: verified first; a memory outside it raises the `NotFound` a missing
+    id raises (same class, same message), and every `NotFound` under a scope counts as
+    a violation of it (so not even the violation log tells the two apart)."""
     e.check_open()
     ref = parse_uri(uri)
+    signed = None if scope is None else check_signed(scope)
+    clock_now = to_micros(e.now()) if signed is not None else 0
 
     def read() -> Memory:
+        digest = None if signed is None else verify(e.storage, signed, e.actor, clock_now, clock_now)
+        try:
+            return unscoped()
+        except NotFound as missing:
+            if digest is None:
+                raise
+            raise Refusal(missing, digest, "resolve", str(ref)) from None
+
+    def unscoped() -> Memory:
         memory = stored(e, ref.id)
         if memory is None or memory.type != ref.type or ref.version > memory.version:
+            raise NotFound(f"no memory {ref}")
+        if signed is not None and not signed.scope.admits(ref.id, int(memory.type), memory.tags, memory_frames(memory.frames)):
             raise NotFound(f"no memory {ref}")
         if ref.version == memory.version:
             return memory
@@ -43,7 +64,13 @@ def resolve(e: Engine, uri: str) -> Memory:
             raise CorruptRecord(key, "content hash mismatch")
         return older
 
-    return e.read(read)
+    if signed is None:
+        return e.read(read)
+    try:
+        return e.read(read, catch_up=True)
+    except Refusal as refusal:
+        report_violation(e, refusal)
+        raise refusal.error from None
 
 
 def resolve_latest(e: Engine, id: str) -> Memory:
@@ -107,3 +134,23 @@ def stats(e: Engine) -> dict[str, Any]:
         }
 
     return e.read(read)
+
+
+def grant(e: Engine, scope: Scope, key: object) -> SignedScope:
+    """Sign `scope` with `key` (an Ed25519 private key whose public key this store
+    trusts; the signer is recorded by its trusted name). The scope must be for this
+    store (`granted_by` is its actor) and not expired by the store clock."""
+    e.check_open()
+    if not isinstance(scope, Scope):
+        raise ValidationError("scope", f"must be a cortex.Scope, not {type(scope).__name__}", scope)
+    signing_key = private_key(key)
+    public = public_key_bytes(signing_key.public_key())
+    if scope.granted_by != e.actor:
+        raise ValidationError("scope.granted_by", f"must be this store's actor {e.actor!r}", scope.granted_by)
+    if to_micros(scope.expires_at) <= to_micros(e.now()):
+        raise ValidationError("scope.expires_at", "is already past", scope.expires_at)
+    trusted = e.read(lambda: trusted_keys(e.storage), catch_up=True)
+    name = next((n for n, k in trusted.items() if k == public), None)
+    if name is None:
+        raise ValidationError("private_key", "its public key is not trusted by this store; trust() it first")
+    return sign(scope, signing_key, name)

@@ -18,11 +18,15 @@ big-endian integers, so byte order is the order the scans need.
 | `meta/weights`            | learned salience weights (`encode_weights`)                    |
 | `meta/clock_high`         | u64: the latest `at` of any journal entry (derived)            |
 | `meta/import`             | present only while an import runs (`cortex.interop.jsonl`)     |
+| `meta/trust/<name>`       | a trusted scope signer: Ed25519 key + when (`encode_trust`; derived) |
+| `meta/revoked/<scope_id32>` | a revoked scope: when (`encode_revoked`; derived)            |
 
 Invariants kept by the code that uses these formats:
 
 * Canonical keys are `m/`, `mv/`, `j/` and `meta/journal` (and the settings);
-  everything else can be recreated from them (`rebuild()`).
+  everything else can be recreated from them (`rebuild()`). The trust and
+  revocation records are the journal's trust / untrust / revoke entries folded
+  (`cortex.scope.Grants`).
 * Every change is one atomic batch: a crash leaves all of it or none of it.
 * An index entry's value is rewritten in the same batch as any change to the
   fields it carries (`cortex.index.entries` decides which entries a memory has).
@@ -68,6 +72,8 @@ META_JOURNAL = b"meta/journal"
 META_WEIGHTS = b"meta/weights"
 META_CLOCK_HIGH = b"meta/clock_high"
 META_IMPORT = b"meta/import"  # while an import runs: the file's root and digest
+TRUST_PREFIX = b"meta/trust/"  # + the trusted name, UTF-8
+REVOKED_PREFIX = b"meta/revoked/"  # + the scope id, 32 bytes
 
 # Every top-level prefix a store holds, in key order (a whole-store scan reads these).
 ALL_PREFIXES = (INDEX_PREFIX, HEAD_PREFIX, META_PREFIX, VERSION_PREFIX, JOURNAL_PREFIX, SALIENCE_PREFIX)
@@ -89,6 +95,14 @@ def journal_key(seq: int) -> bytes:
 
 def salience_key(raw_id: bytes) -> bytes:
     return SALIENCE_PREFIX + raw_id
+
+
+def trust_key(name: str) -> bytes:
+    return TRUST_PREFIX + name.encode("utf-8")
+
+
+def revoked_key(scope_id: bytes) -> bytes:
+    return REVOKED_PREFIX + scope_id
 
 
 def prefix_end(prefix: bytes) -> bytes:
@@ -387,6 +401,35 @@ def decode_weights(raw: bytes) -> WeightsRecord:
 
 
 # ---------------------------------------------------------------------------
+# Trusted scope signers and revoked scopes (`cortex.scope`)
+
+# `meta/trust/<name>`: [public key (32 bytes), trusted at (µs)].
+# `meta/revoked/<scope_id>`: [revoked at (µs)].
+
+
+def encode_trust(public_key: bytes, at: int) -> bytes:
+    return pack([public_key, at])
+
+
+def decode_trust(key: bytes, raw: bytes) -> tuple[bytes, int]:
+    rec = unpack(key, raw)
+    if not (isinstance(rec, list) and len(rec) == 2 and isinstance(rec[0], bytes) and len(rec[0]) == 32 and is_int(rec[1], 0)):
+        raise CorruptRecord(key, "bad trust record")
+    return rec[0], rec[1]
+
+
+def encode_revoked(at: int) -> bytes:
+    return pack([at])
+
+
+def decode_revoked(key: bytes, raw: bytes) -> int:
+    rec = unpack(key, raw)
+    if not (isinstance(rec, list) and len(rec) == 1 and is_int(rec[0], 0)):
+        raise CorruptRecord(key, "bad revocation record")
+    return int(rec[0])
+
+
+# ---------------------------------------------------------------------------
 # Journal entries, the journal head and the clock high-water mark
 
 ROOT_SIZE = 32
@@ -547,6 +590,7 @@ def decode_index_values(values: list[bytes]) -> np.ndarray:
     if len(buf) != INDEX_VALUE_SIZE * len(values):
         raise ValueError("index value of the wrong size")
     return np.frombuffer(buf, dtype=INDEX_DTYPE)
+
 
 # ---------------------------------------------------------------------------
 # Edges between memories (`cortex.edges`; keys laid out in `cortex.index.edge`)

@@ -2,7 +2,8 @@
 
 Both fold the whole journal (`replay_journal`) into what the canonical records
 imply: every memory's salience record, the learned weights, the latest write time,
-and the facts every head must agree with. `verify()` compares that, and every
+the facts every head must agree with, and the trusted scope signers and revoked
+scopes (`cortex.scope.Grants`). `verify()` compares that, and every
 derived key, with what is stored; `rebuild()` writes it.
 """
 
@@ -15,9 +16,10 @@ from . import index
 from .engine import Engine
 from .errors import CorruptRecord
 from .ids import encode_id
-from .journal import EDGE_KINDS, HeadFacts, chain, entry_problem, note
+from .journal import EDGE_KINDS, SCOPE_KINDS, HeadFacts, chain, entry_problem, note
 from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
+from .scope import GRANT_PREFIXES, Grants
 from .storage import scan_keys
 from .records import (
     HEAD_PREFIX,
@@ -49,6 +51,7 @@ class Replay(NamedTuple):
     weights: Weights | None  # learned weights; None if no feedback was ever given
     facts: dict[bytes, HeadFacts]  # what the journal implies about every head
     high: int  # the latest `at` of any entry
+    grants: Grants  # trusted scope signers and revoked scopes
 
 
 def replay_journal(e: Engine, problems: list[str] | None = None) -> Replay:
@@ -57,6 +60,7 @@ def replay_journal(e: Engine, problems: list[str] | None = None) -> Replay:
     scores: dict[bytes, Score] = {}
     facts: dict[bytes, HeadFacts] = {}
     weights: Weights | None = None
+    grants = Grants()
     high = 0
     head = JournalHead(0, bytes(32))
     stored_prev = head.root
@@ -72,6 +76,10 @@ def replay_journal(e: Engine, problems: list[str] | None = None) -> Replay:
         if problem is None and chain(stored_prev, raw) != stored_root:
             problem = "does not match the hash chain (altered)"
         stored_prev = stored_root
+        if problem is None and item.kind in SCOPE_KINDS:
+            grants.note(item)
+            high = max(high, item.at)
+            continue
         if problem is None and item.kind in EDGE_KINDS:
             note(facts, item)  # into the source's facts: edges move no salience record
             high = max(high, item.at)
@@ -92,7 +100,7 @@ def replay_journal(e: Engine, problems: list[str] | None = None) -> Replay:
         high = max(high, item.at)
         if item.kind == "attest":
             weights = learned
-    return Replay(head, scores, weights, facts, high)
+    return Replay(head, scores, weights, facts, high, grants)
 
 def expected_derived(e: Engine, scores: dict[bytes, Score], facts: dict[bytes, HeadFacts], problems: list[str]) -> dict[bytes, bytes]:
     """Every derived key the canonical records imply; canonical damage goes to
@@ -159,12 +167,23 @@ def verify(e: Engine) -> list[str]:
 
     Checks the journal chain against the stored root, that every head has all
     its versions and every record decodes, and that the derived keys (index
-    entries and salience records) are exactly what the canonical keys imply.
+    entries, salience records, trusted signers and revocations) are exactly what
+    the canonical keys imply.
     """
     e.check_open()
     problems: list[str] = []
+    try:
+        _verify_into(e, problems)
+    except CorruptRecord as exc:
+        # RocksDB found a damaged block (a checksum mismatch) under a scan or read:
+        # the checks that needed it could not run.
+        problems.append(f"{_show(exc.key)}: unreadable ({exc.detail}); checks that needed it did not run")
+    return problems
+
+
+def _verify_into(e: Engine, problems: list[str]) -> None:
     with e.lock.read():
-        head, scores, weights, facts, high = replay_journal(e, problems)
+        head, scores, weights, facts, high, grants = replay_journal(e, problems)
         try:
             stored = JournalHead.decode(e.storage.get(META_JOURNAL))
         except CorruptRecord as exc:
@@ -173,7 +192,8 @@ def verify(e: Engine) -> list[str]:
         if stored != head:
             problems.append(f"meta/journal: stored head seq={stored.seq} root={stored.root.hex()} but the journal gives seq={head.seq} root={head.root.hex()}")
         expected = expected_derived(e, scores, facts, problems)
-        for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX):
+        expected.update(grants.records())
+        for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX, *GRANT_PREFIXES):
             for key, value in e.storage.scan_items(prefix):
                 want = expected.pop(key, None)
                 if want is None:
@@ -189,7 +209,6 @@ def verify(e: Engine) -> list[str]:
         stored_weights = e.storage.get(META_WEIGHTS)
         if stored_weights != (None if weights is None else weights.encode()):
             problems.append("meta/weights: stored weights differ from the journal's feedback")
-    return problems
 
 def rebuild(e: Engine) -> list[str]:
     """Recreate every derived key (indexes, salience, weights) from the canonical
@@ -204,13 +223,14 @@ def rebuild(e: Engine) -> list[str]:
     e.check_writable()
     problems: list[str] = []
     with e.lock.write():
-        head, scores, weights, facts, high = replay_journal(e, problems)
+        head, scores, weights, facts, high, grants = replay_journal(e, problems)
         expected = expected_derived(e, scores, facts, problems)
+        expected.update(grants.records())
         puts: dict[bytes, bytes | None] = {
             META_WEIGHTS: None if weights is None else weights.encode(),
             META_CLOCK_HIGH: encode_clock_high(high) if head.seq else None,
         }
-        for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX):
+        for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX, *GRANT_PREFIXES):
             for key in scan_keys(e.storage, prefix):
                 if key not in expected:
                     puts[key] = None
@@ -258,7 +278,7 @@ def _head_mismatch_version(head: Head, version: Version) -> str | None:
     return next((f"its current version ({name})" for name, have, want in checks if have != want), None)
 
 
-_KEY_NAMES = (*index.DERIVED_PREFIXES, SALIENCE_PREFIX, VERSION_PREFIX, HEAD_PREFIX, JOURNAL_PREFIX, META_PREFIX)
+_KEY_NAMES = (*index.DERIVED_PREFIXES, SALIENCE_PREFIX, VERSION_PREFIX, HEAD_PREFIX, JOURNAL_PREFIX, *GRANT_PREFIXES, META_PREFIX)
 
 
 def _show(key: bytes) -> str:

@@ -1,4 +1,5 @@
-"""The write path: write, write_many, update, update_head, tombstone, attest.
+"""The write path: write, write_many, update, update_head, tombstone, attest, and the
+journaled scope records: trust, untrust, revoke and scope violations (DESIGN §7).
 
 Every call validates all of its input before it takes the write lock, then builds
 one batch of puts and deletes (canonical records, derived index entries, salience,
@@ -35,8 +36,21 @@ from .model import (
     is_pinned,
     to_micros,
 )
-from .records import Head, Version, content_hash, frames_record, head_key, salience_key, version_key
+from .records import (
+    Head,
+    Version,
+    content_hash,
+    encode_revoked,
+    encode_trust,
+    frames_record,
+    head_key,
+    revoked_key,
+    salience_key,
+    trust_key,
+    version_key,
+)
 from .salience import score as salience
+from .scope import Refusal, check_name, is_revoked, log_violation, public_key_bytes, scope_id_bytes, trusted_keys
 
 MAX_SOURCE_BYTES = 256
 MAX_REASON_BYTES = 1024
@@ -231,3 +245,75 @@ def touch(e: Engine, raw_ids: list[bytes]) -> None:
                 heads[raw_id] = (head, head)
         if heads:
             e.commit("access", to_micros(e.now()), {"ids": list(heads), "use": True}, heads)
+
+
+# ---------------------------------------------------------------------------
+# Scope records: journaled, so followers see them after catching up and rebuild()
+# recreates them (their keys are derived: see cortex.records and cortex.scope.Grants).
+
+
+def _journal_only(e: Engine, kind: str, payload: dict[str, Any], puts: dict[bytes, bytes | None], now: int) -> None:
+    """Write one journal entry that changes no memory, with `puts` (write lock held)."""
+    e.apply(puts, append(puts, e.journal, kind, now, payload), now)
+
+
+def trust(e: Engine, public_key: object, name: str) -> None:
+    """Trust an Ed25519 key to sign scopes, under `name`. Trusting the same key under
+    the same name again writes nothing; a name or a key already trusted otherwise is
+    refused (untrust it first)."""
+    e.check_writable()
+    raw_key = public_key_bytes(public_key)
+    name = check_name(name)
+    with e.lock.write():
+        e.check_open()
+        current = trusted_keys(e.storage)
+        if current.get(name) == raw_key:
+            return
+        if name in current:
+            raise ValidationError("name", f"already names another key; untrust({name!r}) first", name)
+        other = next((n for n, k in current.items() if k == raw_key), None)
+        if other is not None:
+            raise ValidationError("public_key", f"is already trusted as {other!r}", public_key)
+        now = to_micros(e.now())
+        _journal_only(e, "trust", {"name": name, "key": raw_key}, {trust_key(name): encode_trust(raw_key, now)}, now)
+
+
+def untrust(e: Engine, name: str) -> None:
+    """Stop trusting the key named `name`: every scope it signed is refused from now on."""
+    e.check_writable()
+    name = check_name(name)
+    with e.lock.write():
+        e.check_open()
+        if name not in trusted_keys(e.storage):
+            raise ValidationError("name", "no trusted key has this name", name)
+        now = to_micros(e.now())
+        _journal_only(e, "untrust", {"name": name}, {trust_key(name): None}, now)
+
+
+def revoke(e: Engine, scope_id: object) -> None:
+    """Revoke a scope (its id, or the SignedScope): refused from now on. Idempotent."""
+    e.check_writable()
+    digest = scope_id_bytes(scope_id)
+    with e.lock.write():
+        e.check_open()
+        if is_revoked(e.storage, digest):
+            return
+        now = to_micros(e.now())
+        _journal_only(e, "revoke", {"scope": digest}, {revoked_key(digest): encode_revoked(now)}, now)
+
+
+def report_violation(e: Engine, refusal: Refusal) -> None:
+    """Count a scope violation; within the rate limit, journal it (mode "rw") or log
+    it to the `cortex.scope` logger (mode "r"). Called after the read that found it."""
+    scope_id = refusal.scope_id.hex()
+    now = to_micros(e.now())
+    allowed, held_back = e.scopes.count(scope_id, now)
+    if not allowed:
+        return
+    if e.mode != "rw":
+        log_violation(scope_id, refusal.what, refusal.detail, held_back)
+        return
+    payload = {"scope": refusal.scope_id, "what": refusal.what, "detail": refusal.detail[:MAX_REASON_BYTES], "held_back": held_back}
+    with e.lock.write():
+        e.check_open()
+        _journal_only(e, "violation", payload, {}, now)
