@@ -443,7 +443,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     scope: Evaluator | None = None
     if plan.scope is not None:
         signed = plan.scope
-        digest = verify(e.storage, signed, e.actor, plan.now, clock_now)
+        digest = verify(e.storage, signed, e.actor, plan.now, clock_now, e.scopes, (journal.seq, journal.root))
         requested = capped_budget(signed, digest, plan.requested_budget, 0)
         plan = replace(plan, budget=DEFAULT_BUDGET_TOKENS if requested == 0 else min(requested, MAX_BUDGET_TOKENS))
         scope = e.scopes.evaluator(e.storage, signed, journal.seq, journal.root)

@@ -38,7 +38,10 @@ def resolve(e: Engine, uri: str, scope: SignedScope | None = None) -> Memory:
     clock_now = to_micros(e.now()) if signed is not None else 0
 
     def read() -> Memory:
-        digest = None if signed is None else verify(e.storage, signed, e.actor, clock_now, clock_now)
+        digest: bytes | None = None
+        if signed is not None:
+            journal, _ = e.view_state()
+            digest = verify(e.storage, signed, e.actor, clock_now, clock_now, e.scopes, (journal.seq, journal.root))
         try:
             return unscoped()
         except NotFound as missing:

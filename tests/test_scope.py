@@ -256,6 +256,9 @@ def test_scoped_context_resolve_find(world):
     assert [m.uri for m in c.find(type="Fact", limit=10, scope=signed)] == [u["fact"], u["cpu"]]  # not billing
     assert [m.uri for m in c.find(tags=["billing"], limit=10, scope=signed)] == []
     assert c.scope_violations() == {}
+    same_scope_bad_signature = SignedScope(signed.scope, signed.signer, bytes(64))  # same scope_id as the good one
+    with pytest.raises(cortex.ScopeInvalid, match="signature"):
+        c.context(verb="acquire", objects={"service": "gpu"}, scope=same_scope_bad_signature)
 
 
 def test_changed_byte_anywhere_is_refused_and_returns_nothing(world):
@@ -502,8 +505,8 @@ def test_trust_untrust_revoke_survive_reopen_and_rebuild(tmp_path):
         derived = {k: v for p in (b"meta/trust/", b"meta/revoked/") for k, v in storage.scan_items(p)}
         assert sorted(derived) == [b"meta/revoked/" + bytes.fromhex(revoked.scope_id), b"meta/trust/parent"]
         storage.write({k: None for k in derived})  # lose every derived scope record
-        with pytest.raises(cortex.ScopeInvalid, match="does not trust"):
-            c.resolve(uri, scope=kept)
+        with cortex.open(path, actor=ACTOR, mode="r") as reader, pytest.raises(cortex.ScopeInvalid, match="does not trust"):
+            reader.resolve(uri, scope=kept)  # a handle opened now reads the (damaged) records
         assert c.verify() == [f"meta/revoked/{revoked.scope_id}: missing entry", f"meta/trust/{b'parent'.hex()}: missing entry"]
         storage.write({b"meta/trust/parent": msgpack.packb([OTHER.public_key().public_bytes_raw(), 1])})  # a swapped key
         assert c.verify() == [f"meta/trust/{b'parent'.hex()}: stale or corrupt value", f"meta/revoked/{revoked.scope_id}: missing entry"]
