@@ -110,8 +110,8 @@ def salience(e: Engine, id: str) -> Score:
 
 def stats(e: Engine) -> dict[str, Any]:
     """What the store holds: `memories` (live: not tombstoned), `tombstoned`,
-    `by_type` (live memories of each of the nine types, zeros included, so it sums to
-    `memories`), `journal_seq` (journal entries), `root`, and the handle's `path`,
+    `by_type` (live memories per type name, for each type that has any, in type
+    order, so it sums to `memories`), `journal_seq` (journal entries), `root`, and the handle's `path`,
     `actor`, `mode`, `tokenizer` and `schema_version`. Scans the type index (about
     0.3 µs per memory)."""
     e.check_open()
@@ -122,7 +122,8 @@ def stats(e: Engine) -> dict[str, Any]:
         dead = (rows["flags"] & entry.FLAG_TOMBSTONED) != 0
         tombstoned = int(dead.sum())
         live_types = rows["type"][~dead]
-        by_kind = {member.type_name: int((live_types == int(member)).sum()) for member in MemoryType}
+        counts = {member.type_name: int((live_types == int(member)).sum()) for member in MemoryType}
+        by_kind = {name: count for name, count in counts.items() if count}
         return {
             "path": e.location,
             "actor": e.actor,
