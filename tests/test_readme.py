@@ -122,9 +122,7 @@ def test_stats_keys_are_documented(tmp_path):
     bullets = re.findall(r"^\* (.+?):", text, re.M)
     assert {key for lead in bullets for key in ticked(lead)} <= set(stats)  # and nothing else is
     assert "memories that are not tombstoned, per type name" in text
-    assert (stats["memories"], stats["tombstoned"], stats["by_type"]["Identity"]) == (1, 1, 1)
-    assert list(stats["by_type"]) == [t.type_name for t in cortex.MemoryType]
-    assert sum(stats["by_type"].values()) == stats["memories"]
+    assert (stats["memories"], stats["tombstoned"], stats["by_type"]) == (1, 1, {"Identity": 1})
 
 
 def test_every_cli_command_is_in_the_table():
