@@ -247,8 +247,11 @@ def test_find_where_operators(q_store):
     assert ask(("or", ("lt", "strength", 0.2), ("eq", "polarity", "dont"))) == want(0.1, 1.0)
     assert ask(("not", ("in", "polarity", ["prefer"]))) == want(0.1, 1.0)
     assert ask(("lt", "topic", "topic-0.5")) == want(0.1)  # strings order too
-    assert ask(("lt", "strength", "zzz")) == []  # a number never orders against a string
-    assert ask(("gte", "topic", 0)) == []
+    # A value the field's own rule refuses is an error, not a query that matches nothing.
+    with pytest.raises(cortex.ValidationError, match="where.strength: must be a number"):
+        ask(("lt", "strength", "zzz"))
+    with pytest.raises(cortex.ValidationError, match="where.topic: must be a string"):
+        ask(("gte", "topic", 0))
 
 
 def test_find_where_field_missing_from_a_type_does_not_match(q_store):
@@ -477,9 +480,15 @@ def q_data(draw, mtype: MemoryType):
     return Constraint(statement=pick(Q_STATEMENTS), strength=pick(Q_STRENGTH_WORDS), polarity=pick(Q_POLARITIES), source=pick(Q_SOURCES))
 
 
-def q_predicate(fields: list[str]):
+# Values each type's rule accepts for `strength` (a number on Preference, a word on
+# Constraint); a query without a type may use either.
+Q_STRENGTH_BY_TYPE = {MemoryType.PREFERENCE: Q_STRENGTH_NUMBERS + [0.4, 1], MemoryType.CONSTRAINT: Q_STRENGTH_WORDS}
+
+
+def q_predicate(fields: list[str], mtype: MemoryType | None = None):
     def leaf_for(name):
-        values = st.sampled_from(Q_VALUES[name])
+        choices = Q_STRENGTH_BY_TYPE[mtype] if name == "strength" and mtype in Q_STRENGTH_BY_TYPE else Q_VALUES[name]
+        values = st.sampled_from(choices)
         return st.one_of(
             st.tuples(st.sampled_from(["eq", "ne", "lt", "lte", "gt", "gte"]), st.just(name), values),
             st.tuples(st.just("in"), st.just(name), st.lists(values, min_size=1, max_size=3)),
@@ -591,7 +600,7 @@ def q_scenario(draw):
         mtype = draw(st.none() | st.sampled_from(list(Q_FIELDS)))
         tags = draw(st.lists(st.sampled_from(Q_TAGS), min_size=0 if mtype else 1, max_size=2, unique=True))
         fields = Q_FIELDS[mtype] if mtype else sorted({f for fs in Q_FIELDS.values() for f in fs})
-        where = draw(st.none() | q_predicate(fields))
+        where = draw(st.none() | q_predicate(fields, mtype))
         budget = draw(st.none() | st.integers(1, 120))
         limit = draw((st.none() if budget is not None else st.nothing()) | st.integers(1, 15))
         queries.append(
