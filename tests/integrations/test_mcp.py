@@ -41,9 +41,10 @@ def run(session: Callable[[Client], Awaitable[None]], server: Any) -> None:
 
 
 def stdio(store: Path, *extra: str) -> StdioServerParameters:
+    """The `cortex mcp` command (as `python -m cortex mcp`, the same entry point)."""
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "cortex.integrations.mcp", str(store), *extra],
+        args=["-m", "cortex", "mcp", str(store), *extra],
         env={"PYTHONPATH": str(REPO)},
     )
 
