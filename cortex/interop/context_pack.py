@@ -28,7 +28,8 @@ renderings in its form):
   (`created_at` descending, id ascending).
 * `open_loops`: active Goals; `success_criteria`: their criteria, first seen first.
 * `conflicts`: Beliefs whose stance is "doubt" or "suspect" or that have
-  evidence_against.
+  evidence_against, then every pair of candidates linked by a live `contradicts`
+  edge (`Bundle.conflicts`, artifact id `"<a>~<b>"`).
 * `suggested_plan`: one step per Pattern survivor (in score order): title = its
   statement, tool_requirements = the refs of its `tool` frames, risk_level from its
   strength (>= 0.7 low, >= 0.4 medium, else high), no dependencies.
@@ -112,7 +113,7 @@ def build(bundle: Bundle, intent: str) -> JSONDict:
             {"artifact_id": m.id, "text": view.text(m), "score": view.score(m)}
             for m in survivors
             if isinstance(m.data, Belief) and (m.data.stance in ("doubt", "suspect") or m.data.evidence_against)
-        ],
+        ] + [_contradiction(bundle, a, b) for a, b in bundle.conflicts],
         "pack_strategy": "memory_first",
         "suggested_plan": _plan(survivors),
         "allowed_actions": [view.text(m) for m in survivors if isinstance(m.data, Capability)],
@@ -143,6 +144,16 @@ def _plan(survivors: Sequence[Memory]) -> list[JSONDict]:
                 "risk_level": "low" if data.strength >= 0.7 else "medium" if data.strength >= 0.4 else "high",
             })
     return steps
+
+
+def _contradiction(bundle: Bundle, a: str, b: str) -> JSONDict:
+    """Two candidates linked by a live `contradicts` edge (`Bundle.conflicts`): both
+    texts when they survived the trim, else their ids; the lower of their scores."""
+    def text(memory_id: str) -> str:
+        return bundle.rendered.get(memory_id, memory_id)
+
+    return {"artifact_id": f"{a}~{b}", "text": f"{text(a)} | contradicts | {text(b)}",
+            "score": min(float(bundle.scores[a]), float(bundle.scores[b]))}
 
 
 class _View:

@@ -104,3 +104,21 @@ def test_intent_must_be_a_string(store):
     with pytest.raises(cortex.ValidationError) as info:
         context_pack.build(store.context(**ASK), intent=None)  # type: ignore[arg-type]
     assert (info.value.field, info.value.rule) == ("intent", "must be a string, not NoneType")
+
+
+def test_contradicting_memories_land_in_conflicts(tmp_path):
+    import cortex
+    from cortex import Fact, Frame
+
+    gpu = Frame("acquire", "service", "gpu")
+    with cortex.open(tmp_path / "s", actor="a") as c:
+        a = c.write(Fact(statement="acme is up", subject="acme", predicate="status"), frames=[gpu])
+        b = c.write(Fact(statement="acme is down", subject="acme", predicate="status"), frames=[gpu])
+        c.link(a, "contradicts", b)
+        bundle = c.context(verb="acquire", objects={"service": "gpu"})
+        pack = bundle.to_context_pack(intent="lease")
+    ida, idb = sorted(u.split("/")[3].split("#")[0] for u in (a, b))
+    assert bundle.conflicts == [(ida, idb)]
+    assert pack["conflicts"] == [{"artifact_id": f"{ida}~{idb}",
+                                  "text": f"{bundle.rendered[ida]} | contradicts | {bundle.rendered[idb]}",
+                                  "score": min(bundle.scores[ida], bundle.scores[idb])}]
