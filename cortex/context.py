@@ -370,6 +370,8 @@ def _outcomes(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evaluator |
     """The values of the `outcome_limit` newest live Events under (verb, ref) of any
     object that are not pinned and are in scope (ties: id ascending)."""
     assert plan.verb is not None
+    if scope is not None and not scope.may_admit_type(MemoryType.EVENT):
+        return []  # no Event is in scope: do not walk the object's whole history
     refs = sorted({ref for _, ref in plan.objects})
     streams = [
         ((actor_obj.created_of(k), v) for k, v in e.storage.scan_items_backward(actor_obj.prefix(plan.verb, ref)))
@@ -384,7 +386,7 @@ def _outcomes(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evaluator |
         expires = entry.expires_of(value)
         if raw_id in chosen or 0 < expires <= plan.now or raw_id in pinned_ids:
             continue
-        if scope is not None and not scope.admits_value(value):
+        if scope is not None and not scope.admits_value(e.storage, value):
             continue
         if value[IV_FLAGS] & FLAG_SUPERSEDED and not plan.include_superseded:
             continue  # stale: a later memory takes its place in the limit
@@ -474,7 +476,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     tiers = np.repeat(np.array([_TIER_ORDER.index(t) for t in included], dtype=np.int8), counts)
     keep = _live(cols, plan.now)
     if scope is not None:
-        keep &= scope.mask(cols["id_hi"], cols["id_lo"], cols["type"])
+        keep &= scope.mask(e.storage, cols["id_hi"], cols["id_lo"], cols["type"])
     if len(included) > 1 or len(plan.objects) > 1:
         keep &= _first_of_each_id(cols)
     superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0

@@ -270,7 +270,7 @@ def _scoped(e: Engine, signed: SignedScope, rows: np.ndarray, now: int, budget: 
     digest = verify(e.storage, signed, e.actor, now, now, e.scopes, (journal.seq, journal.root))
     capped = capped_budget(signed, digest, 0 if budget is None else budget, 0)
     evaluator = e.scopes.evaluator(e.storage, signed, journal.seq, journal.root)
-    keep = evaluator.mask(rows["id_hi"], rows["id_lo"], rows["type"]) | ((rows["flags"] & entry.FLAG_TOMBSTONED) != 0)
+    keep = evaluator.mask(e.storage, rows["id_hi"], rows["id_lo"], rows["type"]) | ((rows["flags"] & entry.FLAG_TOMBSTONED) != 0)
     return rows[keep], capped or None
 
 

@@ -756,47 +756,139 @@ def id_keys(id_hi: np.ndarray, id_lo: np.ndarray) -> np.ndarray:
 
 
 class Evaluator:
-    """A scope compiled against one view of a store: the ids its tag, frame and id
-    criteria name (as Python sets and sorted arrays) and its type codes."""
+    """A scope compiled against the store at one journal state.
 
-    __slots__ = ("scope", "include_ids", "exclude_ids", "_include_sorted", "_exclude_sorted", "_by_type", "_excluded_type")
+    Type criteria are lookup tables over the type code; the scope's own ids and the
+    exclude side's bucket ids are sorted `IdSet`s. The include side's tag and frame
+    criteria give *possible* members (`maybe`: the ids in the scope's tag buckets and
+    frame prefixes, whose keys hold hashes): a possible member that nothing else
+    admits is confirmed on its head (its exact tags and frames) the first time it is
+    a candidate, and the verdict is kept (`verdicts`, and as `IdSet` generations for
+    the vectorised path) until a journal entry changes that memory's tags or frames.
+    So a scope costs a scan of its buckets once per handle, one head read per
+    possible member that ever shows up as a candidate, and a mask per call.
+    """
 
-    def __init__(self, scope: Scope, include_ids: frozenset[bytes], exclude_ids: frozenset[bytes]) -> None:
+    GENERATIONS = 8  # verdict IdSets kept before they are merged into one
+
+    def __init__(self, scope: Scope, maybe: set[bytes], exclude_ids: set[bytes], verdicts: dict[bytes, bool]) -> None:
         self.scope = scope
-        self.include_ids = include_ids
-        self.exclude_ids = exclude_ids
-        self._include_sorted = IdSet(include_ids)
-        self._exclude_sorted = IdSet(exclude_ids)
-        # type code -> in scope by type alone (include matches, exclude does not): a
-        # lookup table is ~100x cheaper than np.isin on a call's few hundred rows.
+        self.maybe = frozenset(maybe)
+        self.exclude_ids = frozenset(exclude_ids | scope.exclude._raw_ids)
+        self.verdicts = verdicts  # shared with the _Sets that made this evaluator; changed under `lock`
+        self.lock = threading.Lock()
+        self._maybe = IdSet(self.maybe)
+        self._exact = IdSet(scope.include._raw_ids)
+        self._exclude = IdSet(self.exclude_ids)
+        self._ok: list[IdSet] = []
+        self._no: list[IdSet] = []
+        self._pending: dict[bytes, bool] = {}
+        self._merge()
+        # type code -> whether that type alone puts a memory in scope / out of it: a
+        # lookup table costs ~100x less than np.isin on a call's few hundred rows.
         self._by_type = np.zeros(256, dtype=bool)
         self._by_type[list(scope.include._type_codes)] = True
         self._excluded_type = np.zeros(256, dtype=bool)
         self._excluded_type[list(scope.exclude._type_codes)] = True
 
-    def mask(self, id_hi: np.ndarray, id_lo: np.ndarray, types: np.ndarray) -> np.ndarray:
-        """In-scope mask of decoded index rows."""
+    def _merge(self) -> None:
+        self._ok = [IdSet(i for i, v in self.verdicts.items() if v)]
+        self._no = [IdSet(i for i, v in self.verdicts.items() if not v)]
+        self._pending.clear()
+
+    def _flush(self) -> None:
+        """Verdicts found one at a time (`admits_value`) into a generation (lock held)."""
+        if self._pending:
+            if len(self._ok) >= self.GENERATIONS:
+                self._merge()
+                return
+            self._ok.append(IdSet(i for i, v in self._pending.items() if v))
+            self._no.append(IdSet(i for i, v in self._pending.items() if not v))
+            self._pending.clear()
+
+    def _confirm(self, storage: Storage, ids: list[bytes]) -> dict[bytes, bool]:
+        """Exact verdicts (do the tags or frames of the head match `include`?) for
+        possible members; recorded (lock held)."""
+        keys = [head_key(raw_id) for raw_id in ids]
+        found: dict[bytes, bool] = {}
+        selector = self.scope.include
+        for raw_id, key, raw in zip(ids, keys, storage.multi_get(keys)):
+            verdict = False
+            if raw is not None:
+                rec = unpack(key, raw)
+                if type(rec) is list and len(rec) > max(H_TAGS, H_FRAMES) and type(rec[H_TAGS]) is list and type(rec[H_FRAMES]) is list:
+                    verdict = (any(t in selector._tag_set for t in rec[H_TAGS])
+                               or any(type(f) is list and len(f) == 3 and (f[0], f[1], f[2]) in selector._frame_keys for f in rec[H_FRAMES]))
+            found[raw_id] = verdict
+        self.verdicts.update(found)
+        return found
+
+    def mask(self, storage: Storage, id_hi: np.ndarray, id_lo: np.ndarray, types: np.ndarray) -> np.ndarray:
+        """In-scope mask of decoded index rows (call inside `Engine.read`)."""
         codes = types.astype(np.uint8, copy=False)
         inside: np.ndarray = self._by_type[codes]
-        if self._include_sorted.size:
-            inside |= self._include_sorted.contains(id_hi, id_lo)
+        if self._exact.size:
+            inside |= self._exact.contains(id_hi, id_lo)
+        if self._maybe.size:
+            need = self._maybe.contains(id_hi, id_lo) & ~inside
+            if need.any():
+                inside |= self._confirmed(storage, need, id_hi, id_lo)
         if self.scope.exclude._type_codes:
             inside &= ~self._excluded_type[codes]
-        if self._exclude_sorted.size:
-            inside &= ~self._exclude_sorted.contains(id_hi, id_lo)
+        if self._exclude.size:
+            inside &= ~self._exclude.contains(id_hi, id_lo)
         return inside
 
-    def admits_value(self, value: bytes) -> bool:
-        """Whether one index value's memory is in scope."""
+    def _confirmed(self, storage: Storage, need: np.ndarray, id_hi: np.ndarray, id_lo: np.ndarray) -> np.ndarray:
+        """Of the rows in `need`, those whose head confirms them (reading the heads of
+        those without a verdict yet)."""
+        with self.lock:
+            self._flush()
+            ok = np.zeros(len(need), dtype=bool)
+            known = np.zeros(len(need), dtype=bool)
+            for generation in self._ok:
+                ok |= generation.contains(id_hi, id_lo)
+            for generation in self._no:
+                known |= generation.contains(id_hi, id_lo)
+            unknown = need & ~ok & ~known
+            if unknown.any():
+                rows = np.flatnonzero(unknown)
+                keys = id_keys(id_hi[rows], id_lo[rows]).tobytes()
+                ids = [keys[i : i + 16] for i in range(0, len(keys), 16)]
+                found = self._confirm(storage, ids)
+                self._pending.update(found)
+                self._flush()
+                ok[rows] = [found[i] for i in ids]
+            result: np.ndarray = need & ok
+            return result
+
+    def may_admit_type(self, type_code: int) -> bool:
+        """Whether any memory of this type can be in scope (False: none can)."""
+        if self._excluded_type[type_code]:
+            return False
+        return bool(self._by_type[type_code]) or bool(self._exact.size) or bool(self._maybe.size)
+
+    def admits_value(self, storage: Storage, value: bytes) -> bool:
+        """Whether one index value's memory is in scope (call inside `Engine.read`)."""
         raw_id, type_code = value[:16], value[IV_TYPE]
-        inside = type_code in self.scope.include._type_codes or raw_id in self.include_ids
-        return inside and not (type_code in self.scope.exclude._type_codes or raw_id in self.exclude_ids)
+        if self._excluded_type[type_code] or raw_id in self.exclude_ids:
+            return False
+        if self._by_type[type_code] or raw_id in self.scope.include._raw_ids:
+            return True
+        if raw_id not in self.maybe:
+            return False
+        with self.lock:
+            verdict = self.verdicts.get(raw_id)
+            if verdict is None:
+                verdict = self._confirm(storage, [raw_id])[raw_id]
+                self._pending[raw_id] = verdict
+            return verdict
 
 
 @dataclass
 class _Sets:
-    """A scope's id sets as of one journal state (`seq`, `root`): ids that its tag
-    and frame criteria name, per side; `include_*` confirmed on the heads."""
+    """A scope's id sets as of one journal state (`seq`, `root`): per side, the ids
+    in its tag buckets and frame prefixes, and the include side's exact verdicts."""
 
     seq: int
     root: bytes
@@ -804,63 +896,32 @@ class _Sets:
     include_frames: set[bytes]
     exclude_tags: set[bytes]
     exclude_frames: set[bytes]
-    evaluator: Evaluator
+    verdicts: dict[bytes, bool]
+    evaluator: Evaluator | None = None
 
-    def refresh(self, scope: Scope) -> None:
-        self.evaluator = Evaluator(
-            scope,
-            frozenset(scope.include._raw_ids | self.include_tags | self.include_frames),
-            frozenset(scope.exclude._raw_ids | self.exclude_tags | self.exclude_frames),
-        )
-
-
-def _bucket(storage: Storage, prefix: bytes, key_of: Any) -> list[bytes]:
-    return storage.scan_values(prefix, key_of)
-
-
-def _confirmed(storage: Storage, values: list[bytes], skip_types: frozenset[int], keep: Any) -> set[bytes]:
-    """Ids of the bucket `values` whose head satisfies `keep(head record)` (a bucket
-    may hold another tag or ref with the same hash). Rows whose type the selector
-    names anyway need no confirmation and are kept as they are."""
-    out = {v[:16] for v in values if v[IV_TYPE] in skip_types}
-    check = sorted({v[:16] for v in values if v[IV_TYPE] not in skip_types})
-    keys = [head_key(raw_id) for raw_id in check]
-    for raw_id, key, raw in zip(check, keys, storage.multi_get(keys) if keys else []):
-        if raw is not None:
-            rec = unpack(key, raw)
-            if type(rec) is list and len(rec) > max(H_TAGS, H_FRAMES) and keep(rec):
-                out.add(raw_id)
-    return out
+    def refresh(self, scope: Scope) -> Evaluator:
+        self.evaluator = Evaluator(scope, self.include_tags | self.include_frames, self.exclude_tags | self.exclude_frames, self.verdicts)
+        return self.evaluator
 
 
 def _build(storage: Storage, scope: Scope, seq: int, root: bytes) -> _Sets:
     """Scan the tag buckets and frame prefixes the scope names (bounded by its size)."""
 
-    def tag_ids(selector: Selector, confirm: bool) -> set[bytes]:
+    def tag_ids(selector: Selector) -> set[bytes]:
         ids: set[bytes] = set()
         for tag in selector.tags:
             prefix = by_tag.prefix(tag)
-            values = _bucket(storage, prefix, by_tag.key_of(prefix))
-            if confirm:
-                ids |= _confirmed(storage, values, selector._type_codes, lambda rec, t=tag: t in rec[H_TAGS])
-            else:
-                ids.update(v[:16] for v in values)
+            ids.update(v[:16] for v in storage.scan_values(prefix, by_tag.key_of(prefix)))
         return ids
 
-    def frame_ids(selector: Selector, confirm: bool) -> set[bytes]:
+    def frame_ids(selector: Selector) -> set[bytes]:
         ids: set[bytes] = set()
         for f in selector.frames:
             prefix = frame.prefix(f.verb, f.kind, f.ref)
-            values = _bucket(storage, prefix, frame.key_of(prefix))
-            if confirm:
-                want = [int(f.verb), int(f.kind), f.ref]
-                ids |= _confirmed(storage, values, selector._type_codes, lambda rec, w=want: w in rec[H_FRAMES])
-            else:
-                ids.update(v[:16] for v in values)
+            ids.update(v[:16] for v in storage.scan_values(prefix, frame.key_of(prefix)))
         return ids
 
-    sets = _Sets(seq, root, tag_ids(scope.include, True), frame_ids(scope.include, True),
-                 tag_ids(scope.exclude, False), frame_ids(scope.exclude, False), Evaluator(scope, frozenset(), frozenset()))
+    sets = _Sets(seq, root, tag_ids(scope.include), frame_ids(scope.include), tag_ids(scope.exclude), frame_ids(scope.exclude), {})
     sets.refresh(scope)
     return sets
 
@@ -872,13 +933,15 @@ MAX_PATCH_ENTRIES = 20_000
 
 def _patch(storage: Storage, scope: Scope, sets: _Sets, seq: int, root: bytes) -> bool:
     """Move `sets` forward to journal state (seq, root) from the entries written
-    since: a write or an update_head carries the memory's exact tags and frames.
-    False when it cannot (the caller builds again)."""
+    since: a write or an update_head carries the memory's exact tags and frames (its
+    verdict is dropped, to be confirmed again). False when it cannot (the caller
+    builds again)."""
     if seq - sets.seq > MAX_PATCH_ENTRIES:
         return False
     changed = False
     last_root = sets.root
     count = 0
+    verdicts = dict(sets.verdicts)  # the current evaluator may still be reading its own
     for key, value in storage.scan_items(JOURNAL_PREFIX, start=journal_key(sets.seq + 1)):
         count += 1
         if count > seq - sets.seq:
@@ -897,12 +960,15 @@ def _patch(storage: Storage, scope: Scope, sets: _Sets, seq: int, root: bytes) -
                     changed |= _set_member(tag_set, raw_id, any(t in selector._tag_set for t in tags))
                 if frames is not None:
                     changed |= _set_member(frame_set, raw_id, any((f[0], f[1], f[2]) in selector._frame_keys for f in frames))
+            if (tags is not None or frames is not None) and verdicts.pop(raw_id, None) is not None:
+                changed = True
         except (CortexError, KeyError, TypeError, IndexError, ValueError):
             return False
     if count != seq - sets.seq or last_root != root:
         return False
     sets.seq, sets.root = seq, root
     if changed:
+        sets.verdicts = verdicts
         sets.refresh(scope)
     return True
 
@@ -969,7 +1035,7 @@ class ScopeState:
         moved forward from the journal, or built. Call inside `Engine.read`."""
         with self.lock:
             sets = self._sets.get(signed.scope_id)
-            if sets is not None and (sets.seq, sets.root) == (seq, root):
+            if sets is not None and (sets.seq, sets.root) == (seq, root) and sets.evaluator is not None:
                 self._sets.move_to_end(signed.scope_id)
                 return sets.evaluator
             if sets is None or sets.seq > seq or not _patch(storage, signed.scope, sets, seq, root):
@@ -978,7 +1044,7 @@ class ScopeState:
             self._sets.move_to_end(signed.scope_id)
             while len(self._sets) > self.size:
                 self._sets.popitem(last=False)
-            return sets.evaluator
+            return sets.evaluator or sets.refresh(signed.scope)
 
     def count(self, scope_id: str, now: int) -> tuple[bool, int]:
         """Count one violation; return whether it may be written (the rate limit) and

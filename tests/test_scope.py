@@ -540,6 +540,40 @@ def test_scope_sets_follow_writes(world):
     assert ids_in(c.context(scope=signed, **query)) == {id_of(new)}
 
 
+def test_threads_share_a_scoped_handle_while_it_writes(world):
+    """Readers on several threads use one scope while the handle writes: every bundle
+    holds in-scope memories only, and the last one matches a handle that starts fresh."""
+    import threading
+
+    c, clock, _ = world
+    signed = grant(c, make_scope(Selector(tags=["vip"]), Selector(tags=["billing"])))
+    query = {"verb": "acquire", "objects": {"service": "gpu"}}
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                for m in c.context(scope=signed, **query).memories():
+                    assert "vip" in m.tags and "billing" not in m.tags
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for i in range(40):
+        uri = c.write(fact(f"note {i}"), frames=[GPU], tags=["vip"] if i % 2 else ["plain"])
+        if i % 3 == 0:
+            c.update_head(uri, tags=["vip", "billing"])
+    stop.set()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with cortex.open(c.path, actor=ACTOR, mode="r", clock=clock) as fresh:
+        assert fresh.context(scope=signed, now=clock.now, **query).to_json() == c.context(scope=signed, now=clock.now, **query).to_json()
+
+
 def test_tag_hash_collision_fails_closed(world):
     """An index bucket may hold another tag with the same 64-bit hash: the include
     set is confirmed on the heads, so such a memory stays out."""
