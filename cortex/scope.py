@@ -35,15 +35,20 @@ Anything malformed raises `ScopeInvalid` (a `ValidationError`), never another ty
 Evaluating a scope inside `context()` costs little (DESIGN §11): index values carry
 each candidate's id and type, so type and id criteria are a vectorised mask; tag and
 frame criteria become id sets by scanning only the tag buckets and frame prefixes
-the scope names. Those sets are kept per scope and per handle (`ScopeState`) and
-moved forward from the journal entries written since (a write or an update_head
-carries the memory's exact tags and frames), so a call on an unchanged store pays
-two point reads (trust record, revocation) and a mask over its candidates.
+the scope names (once per scope and handle: `ScopeState`), moved forward from the
+journal entries written since (a write or an update_head carries the memory's exact
+tags and frames). A call on an unchanged store pays a mask over its candidates; the
+trust and revocation reads are skipped while the journal has not moved.
 
-Hash collisions can only hide memories, never show extra ones: index buckets are
-keyed by 64-bit tag hashes and 128-bit ref hashes, so an include set built from a
-bucket is confirmed on the members' heads (the exact tags and frames) before it is
-used; an exclude set is used as scanned (a collision there only excludes more).
+Hash collisions can only hide memories, never show extra ones: bucket keys hold
+64-bit tag hashes and 128-bit ref hashes, so a memory that only an include tag or
+frame admits is confirmed on its head (its exact tags and frames) the first time it
+is a candidate, and the verdict is kept until the journal changes that memory; an
+exclude bucket is used as scanned (a collision there only excludes more).
+
+What a scope does not do: it gates calls that pass it. A process that can open the
+store's files can read them without a scope; give a sub-agent only a handle whose
+calls carry the scope (and the files' permissions), not the directory.
 """
 
 from __future__ import annotations
