@@ -152,3 +152,13 @@ def test_quick_start_runs_verbatim(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", ["FACTUAL_ERROR", "WRONG_ASSUMPTION"])
 def test_the_citation_losing_reasons_are_documented(name):
     assert f"`cortex.{name}`" in section("Salience and feedback")
+
+
+def test_the_scope_walkthrough_runs_and_hides_the_excluded_memory(tmp_path, monkeypatch, capsys):
+    blocks = re.findall(r"```python\n(.*?)```", section("Handing a sub-agent a scope"), re.S)
+    assert len(blocks) == 2
+    monkeypatch.chdir(tmp_path)
+    for block in blocks:  # the parent, then the sub-agent
+        exec(compile(block, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "the quote was 3.10 USD an hour" in out and "4242" not in out
