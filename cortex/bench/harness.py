@@ -67,6 +67,8 @@ class RunOptions:
     cold_runs: int = 10
     writes: int = 1000
     sync_writes: int = 300
+    scoped_queries: int = 0  # > 0: scoped against unscoped context() on that many queries
+    edges: bool = False  # a copy with 10% of memories superseded against the store itself
 
     @staticmethod
     def smoke(memories: int, queries: int, seed: int = 7, baseline_queries: int = 0) -> RunOptions:
@@ -171,6 +173,14 @@ def run(options: RunOptions, store: str) -> dict[str, Any]:
         for uri in sample:
             c.resolve(uri)
         resolve_us = (time.perf_counter() - t) / max(1, len(sample)) * 1e6
+        if options.scoped_queries:
+            from .scoped import measure as measure_scoped
+
+            report["scoped"] = measure_scoped(c, queries[: options.scoped_queries])
+    if options.edges:
+        from .edges import measure as measure_edges
+
+        report["edges"] = measure_edges(store, queries)
     if options.baseline_queries:
         from .baselines import compare
 
@@ -307,12 +317,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--store", help="store directory (default bench-stores/n<N>-s<seed>)")
     p.add_argument("--report", help="JSON report path (default benchmarks/results/n<N>.json)")
     p.add_argument("--baseline-queries", type=int, default=200, help="queries for the side-by-side baselines (0: skip)")
+    p.add_argument("--scoped-queries", type=int, default=0, help="queries for scoped vs unscoped context() (0: skip)")
+    p.add_argument("--edges", action="store_true", help="also time a copy with 10%% of memories superseded")
     p = sub.add_parser("tables", help="print markdown tables of the reports in benchmarks/results")
     args = parser.parse_args(argv)
     if args.command == "tables":
         print(tables(Path("benchmarks/results")), end="")
         return 0
-    options = RunOptions(args.memories, args.queries, args.seed, min(args.baseline_queries, args.queries))
+    options = RunOptions(args.memories, args.queries, args.seed, min(args.baseline_queries, args.queries),
+                         scoped_queries=min(args.scoped_queries, args.queries), edges=args.edges)
     report = run(options, args.store or os.path.join("bench-stores", f"n{args.memories}-s{args.seed}"))
     out = Path(args.report or f"benchmarks/results/n{args.memories}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
