@@ -342,10 +342,12 @@ class PostgresStorage:
             if not _lost(exc):
                 raise _failed(what, exc) from None
             first = exc
-        self._pool.check()  # drop the connections that died with the first one
         try:
-            with self._pool.connection() as conn:
+            conn = _live_connection(self._pool)
+            try:
                 return run(conn)
+            finally:
+                self._pool.putconn(conn)
         except psycopg.Error as exc:
             raise _failed(what, exc, f"after a retry on a fresh connection (first: {_cause(first)})") from None
 
@@ -548,17 +550,17 @@ class _View:
         # No read of this view had succeeded, so there was no snapshot yet: a new
         # transaction on a fresh connection loses nothing.
         self.end()
-        self._pool.check()
         try:
-            result = run(self._connection())
+            result = run(self._connection(live=True))
         except psycopg.Error as exc:
             raise _failed(what, exc, f"after a retry on a fresh connection (first: {_cause(first)})") from None
         self._snapshot_taken = True
         return result
 
-    def _connection(self) -> Conn:
+    def _connection(self, live: bool = False) -> Conn:
+        """The view's connection, begun on first use (`live`: one proven alive first)."""
         if self._conn is None:
-            conn = self._pool.getconn()
+            conn = _live_connection(self._pool) if live else self._pool.getconn()
             try:
                 conn.execute(_BEGIN_VIEW, prepare=False)
             except BaseException:
@@ -628,6 +630,22 @@ def _failed(what: str, exc: psycopg.Error, note: str = "") -> Exception:
     if isinstance(exc, (psycopg.errors.DataCorrupted, psycopg.errors.IndexCorrupted)):
         return CorruptRecord(what.encode(), f"PostgreSQL reports damaged data: {_cause(exc)}")
     return StoreError(f"PostgreSQL {what} failed: {_cause(exc)}{f'; {note}' if note else ''}")
+
+
+def _live_connection(pool: ConnectionPool[Conn]) -> Conn:
+    """A pooled connection proven alive by a round trip: after a lost connection the
+    pool may still hold others that died with it (a server restart, a dropped
+    network path), and a retry must not land on one of those. Broken ones go back
+    to the pool, which discards them."""
+    for _ in range((pool.max_size or 1) + 1):
+        conn = pool.getconn()
+        try:
+            ConnectionPool.check_connection(conn)
+        except psycopg.Error:
+            pool.putconn(conn)
+            continue
+        return conn
+    return pool.getconn()
 
 
 def _conninfo(dsn: str) -> dict[str, Any]:
