@@ -373,13 +373,19 @@ def rebuild(store: str, actor: str | None, as_json: bool) -> int:
     records and the journal. Exit 1 when damage to canonical records is left."""
     with _open(store, actor, write=True) as c:
         damage = c.rebuild()
+    return _report_problems(damage, as_json, "damage", f"rebuilt; {len(damage)} problem(s) left in canonical records")
+
+
+def _report_problems(lines: list[str], as_json: bool, key: str, summary: str) -> int:
+    """Print a check's problem lines and a summary (or `{key: lines}` as JSON); the
+    exit status: 1 when there is any."""
     if as_json:
-        _echo_json({"damage": damage})
+        _echo_json({key: lines})
     else:
-        for line in damage:
+        for line in lines:
             click.echo(line)
-        click.echo(f"rebuilt; {len(damage)} problem(s) left in canonical records")
-    return 1 if damage else 0
+        click.echo(summary)
+    return 1 if lines else 0
 
 
 # ---------------------------------------------------------------------------
@@ -608,13 +614,7 @@ def verify(store: str, actor: str | None, as_json: bool) -> int:
     line per problem; exit 1 when there is any."""
     with _open(store, actor) as c:
         problems = c.verify()
-    if as_json:
-        _echo_json({"problems": problems})
-    else:
-        for line in problems:
-            click.echo(line)
-        click.echo(f"{len(problems)} problem(s)")
-    return 1 if problems else 0
+    return _report_problems(problems, as_json, "problems", f"{len(problems)} problem(s)")
 
 
 # ---------------------------------------------------------------------------
