@@ -34,7 +34,9 @@ second module's `pytestmark`, which the `import *` would otherwise override.)
 Tests that cannot run on PostgreSQL (they copy store directories, flip bytes in SST
 files, or hand a directory path to a child process) are skipped there with a reason:
 listed in the module's `ROCKSDB_ONLY` dict, or marked `@pytest.mark.rocksdb_only(reason)`
-in the suite itself.
+in the suite itself. Slow tests that open no store at all (parsers fuzzed with
+Hypothesis) are listed in the module's `NO_STORE` set and skipped there too: they
+would only run the same code again.
 
 Two more things the mapping does, both for RocksDB-only calls some suites make:
 a mapped handle's storage gets a no-op `flush()` (RocksDB moves its memtable to SST
@@ -147,7 +149,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Skip, on PostgreSQL, the tests its module lists in ROCKSDB_ONLY or marked rocksdb_only."""
+    """Skip, on PostgreSQL, the tests its module lists in ROCKSDB_ONLY or NO_STORE, or
+    marked rocksdb_only."""
     for item in items:
         module = getattr(item, "module", None)
         listed: dict[str, str] | None = getattr(module, "ROCKSDB_ONLY", None)
@@ -157,6 +160,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         marker = item.get_closest_marker("rocksdb_only")
         if name in listed:
             item.add_marker(pytest.mark.skip(reason=f"RocksDB only: {listed[name]}"))
+        elif name in getattr(module, "NO_STORE", ()):
+            item.add_marker(pytest.mark.skip(reason="opens no store: the same on every backend (run in its own suite)"))
         elif marker is not None:
             reason = marker.args[0] if marker.args else "needs RocksDB's files"
             item.add_marker(pytest.mark.skip(reason=f"RocksDB only: {reason}"))

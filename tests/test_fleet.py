@@ -36,12 +36,17 @@ def test_the_fleet_figure_loads_once_and_measures_each_worker_count(fleet_dsn: s
         assert run["context_ms"]["p50"] <= run["task_ms"]["p50"]
     assert report["postgresql"].startswith("PostgreSQL ")
     assert "N=2:" in summary(report)
-    again = run_fleet(fleet_dsn, FleetOptions(actors=3, memories=40, workers=(1,), seconds=0.2), progress=False)
-    assert again["load"]["memories_per_s"] == 0  # nothing was missing
+    warm = run_fleet(fleet_dsn, FleetOptions(actors=3, memories=40, workers=(1,), seconds=0.3, warm_actors=2),
+                     progress=False)
+    assert warm["load"]["memories_per_s"] == 0  # nothing was missing
+    (run,) = warm["runs"]
+    assert run["contexts"] > 0 and run["context_ms"]["p50"] <= run["task_ms"]["p50"]
+    assert "keeps 2 actors' stores open" in summary(warm)
 
 
 @pytest.mark.parametrize("field, value", [("actors", 0), ("memories", True), ("workers", ()), ("workers", (0,)),
-                                          ("seconds", 0), ("seconds", float("nan"))])
+                                          ("seconds", 0), ("seconds", float("nan")),
+                                          ("warm_actors", -1)])
 def test_fleet_options_are_validated(field: str, value: object) -> None:
     with pytest.raises(cortex.ValidationError) as info:
         FleetOptions(**{field: value})  # type: ignore[arg-type]

@@ -82,7 +82,7 @@ YugabyteDB; `%s` are parameters, `[...]` parts are present or not):
 | `SELECT key, value FROM cortex_kv WHERE actor = %s AND key = ANY(%s)` | `multi_get` |
 | `SELECT value FROM cortex_kv WHERE actor = %s AND key >= %s [AND key < %s] ORDER BY key` | `scan_values` |
 | `SELECT key, value FROM cortex_kv WHERE actor = %s AND key >= %s (or >) [AND key < %s] ORDER BY key LIMIT 1000` | `scan_items`, page by page |
-| `SELECT key, value FROM cortex_kv WHERE actor = %s AND key >= %s AND key < %s (or <) ORDER BY key DESC LIMIT 1000` | `scan_items_backward`, page by page |
+| `SELECT key, value FROM cortex_kv WHERE actor = %s AND key >= %s AND key < %s (or <) ORDER BY key DESC LIMIT n` | `scan_items_backward`, page by page (n = 16, 128, 1000, 1000, ...) |
 | `SELECT key FROM cortex_kv WHERE actor = %s AND key >= %s [AND key < %s] ORDER BY key DESC LIMIT 1` | `last_key` |
 | `SET LOCAL lock_timeout = '10s'` and `SELECT holder, token FROM cortex_lease WHERE actor = %s FOR UPDATE` | resolving a commit whose outcome is unknown |
 """
@@ -121,6 +121,7 @@ POOL_SIZE = 4  # connections at most in the pool (one per reading thread at a ti
 CONNECT_TIMEOUT = 10  # seconds to connect (unless the DSN says) or to wait for a pooled connection
 _RELEASE_TIMEOUT = 2.0  # seconds close() waits for a connection to release the lease
 _PAGE = 1000  # rows per page of an item scan, and per INSERT statement of a batch
+_FIRST_BACKWARD_PAGE = 16  # rows of a backward scan's first page (see scan_items_backward)
 _TXN_ATTEMPTS = 3  # tries of a write that certainly did not commit (see _NotCommitted)
 
 _DDL = (
@@ -481,15 +482,21 @@ class PostgresStorage:
             lower, bound = ">", page[-1][0]
 
     def scan_items_backward(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """Pages from the last key down: `_FIRST_BACKWARD_PAGE` rows, then eight times
+        more each time up to `_PAGE`. Its reader (context()'s outcomes tier, newest
+        first) usually stops after a few rows, so a first page of a thousand rows of
+        a busy object would mostly be sent for nothing."""
         bound = _end(prefix)
+        size = _FIRST_BACKWARD_PAGE
         while True:
-            sql = _range_sql("key, value", ">=", None if bound is None else "<", "DESC", _PAGE)
+            sql = _range_sql("key, value", ">=", None if bound is None else "<", "DESC", size)
             params = (self.actor, prefix) if bound is None else (self.actor, prefix, bound)
             page = self._read(f"backward scan of {prefix!r}", _fetch_items(sql, params))
             yield from page
-            if len(page) < _PAGE:
+            if len(page) < size:
                 return
             bound = page[-1][0]
+            size = min(size * 8, _PAGE)
 
     def last_key(self, prefix: bytes) -> bytes | None:
         end = _end(prefix)
