@@ -159,12 +159,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         name = getattr(item, "originalname", item.name)
         marker = item.get_closest_marker("rocksdb_only")
         if name in listed:
-            item.add_marker(pytest.mark.skip(reason=f"RocksDB only: {listed[name]}"))
+            item.add_marker(pytest.mark.skip(reason=f"not on PostgreSQL (RocksDB only): {listed[name]}"))
         elif name in getattr(module, "NO_STORE", ()):
-            item.add_marker(pytest.mark.skip(reason="opens no store: the same on every backend (run in its own suite)"))
+            item.add_marker(pytest.mark.skip(reason="not on PostgreSQL: opens no store, the same on every backend"))
         elif marker is not None:
             reason = marker.args[0] if marker.args else "needs RocksDB's files"
-            item.add_marker(pytest.mark.skip(reason=f"RocksDB only: {reason}"))
+            item.add_marker(pytest.mark.skip(reason=f"not on PostgreSQL (RocksDB only): {reason}"))
 
 
 @pytest.hookimpl(wrapper=True)
