@@ -11,7 +11,9 @@ same store state, options (with a fixed `now`) and query give the same bytes.
 Entries (§3): one per surviving memory. The section comes from the memory type
 (DESIGN §9): Identity -> core, Constraint -> constraints, Goal -> goals,
 Fact/Belief/Preference/Capability -> facts, Pattern -> procedures, Event ->
-episodes. `content` is the bundle's rendering, `token_estimate` the bundle's token
+episodes; a memory that a live `contradicts` edge links to another candidate
+(`Bundle.conflicts`) goes to conflicts instead (source type conflict), so a reader
+sees the disagreeing memories side by side. `content` is the bundle's rendering, `token_estimate` the bundle's token
 count in its form, `relevance_score` the bundle's salience score, `source_id` the
 memory URI, `source_type` the section's seed source type (core: entity,
 constraints: policy, episodes: episode, the others: memory), and `provenance` is
@@ -92,6 +94,7 @@ _SOURCE_TYPE_OF_SECTION: Mapping[str, str] = {
     "facts": "memory",
     "procedures": "memory",
     "episodes": "episode",
+    "conflicts": "conflict",
 }
 
 MAX_ENTRIES = 500
@@ -138,9 +141,12 @@ def build(bundle: Bundle, query_context: str | Mapping[str, Any] | None = None, 
     """
     query = _query_context(query_context, bundle.request)
     budget = int(bundle.request["budget_tokens"])
+    # A memory linked to another candidate by a live contradicts edge goes to the
+    # conflicts section instead of its type's (Bundle.conflicts).
+    disputed = {memory_id for pair in bundle.conflicts for memory_id in pair}
     kept = sorted(
         (
-            _Candidate(m, SECTION_OF_TYPE[m.type.type_name], bundle.rendered[m.id],
+            _Candidate(m, "conflicts" if m.id in disputed else SECTION_OF_TYPE[m.type.type_name], bundle.rendered[m.id],
                        float(bundle.scores[m.id]), int(bundle.tokens[m.id]))
             for m in bundle.memories()
         ),

@@ -207,3 +207,18 @@ def test_a_dropped_memory_of_unknown_type_is_named_by_id_unless_its_uri_is_given
     pack = hmx_pack.build(bundle, dropped_uris=uris)
     check_invariants(pack, bundle)
     assert all(d["section"] == "facts" and d["source_id"].startswith("cortex://Fact/") for d in pack["dropped_entries"])
+
+
+def test_contradicting_memories_go_to_the_conflicts_section(tmp_path):
+    import cortex
+    from cortex import Fact, Frame
+
+    gpu = Frame("acquire", "service", "gpu")
+    with cortex.open(tmp_path / "s", actor="a") as c:
+        a = c.write(Fact(statement="acme is up", subject="acme", predicate="status"), frames=[gpu])
+        b = c.write(Fact(statement="acme is down", subject="acme", predicate="status"), frames=[gpu])
+        other = c.write(Fact(statement="acme sells GPUs", subject="acme", predicate="sells"), frames=[gpu])
+        c.link(a, "contradicts", b)
+        pack = c.context(verb="acquire", objects={"service": "gpu"}).to_hmx_pack("lease")
+    sections = {e["source_id"]: (e["section"], e["source_type"]) for e in pack["entries"]}
+    assert sections == {a: ("conflicts", "conflict"), b: ("conflicts", "conflict"), other: ("facts", "memory")}
