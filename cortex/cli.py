@@ -634,8 +634,11 @@ def verify(store: str, actor: str | None, as_json: bool) -> int:
 @click.option("--keep", is_flag=True, help="Keep the temporary store and print its path.")
 @click.option("--report", type=click.Path(dir_okay=False, writable=True), help="Write the JSON report here and print a summary.")
 @click.option("--smoke", is_flag=True, help="A quick run that checks the harness works (one cold process, a few dozen writes).")
+@click.option("--backend", type=click.Choice(["rocksdb", "postgresql"]), default="rocksdb", show_default=True,
+              help="postgresql: copy the workload to --dsn and time it there beside RocksDB.")
+@click.option("--dsn", metavar="DSN", help="The PostgreSQL database for --backend postgresql (postgresql://user@host:port/db).")
 def bench(memories: int, queries: int, seed: int, baseline_queries: int, store: str | None, keep: bool, report: str | None,
-          smoke: bool) -> int:
+          smoke: bool, backend: str, dsn: str | None) -> int:
     """Run the benchmark harness: build a seeded workload store, then measure
     context() latency, a cold process, write and ingest throughput, resolve latency,
     disk use and the two baselines.
@@ -645,14 +648,16 @@ def bench(memories: int, queries: int, seed: int, baseline_queries: int, store: 
     to standard output, or to --report PATH with a summary on standard output.
     Nothing is written into the current folder.
     """
-    from .bench import harness
+    from .bench import backends, harness
 
+    if backend == "postgresql" and not dsn:
+        raise click.BadParameter("is required with --backend postgresql", param_hint="--dsn")
     shape = harness.RunOptions.smoke if smoke else harness.RunOptions
     options = shape(memories, queries, seed, min(baseline_queries, queries))
     folder = None if store is not None else tempfile.mkdtemp(prefix="cortex-bench-")
     path = os.path.join(folder, "store") if folder is not None else str(store)
     try:
-        result = harness.run(options, path)
+        result = backends.run_postgresql(options, dsn, path) if dsn and backend == "postgresql" else harness.run(options, path)
     finally:
         if folder is not None and not keep:
             shutil.rmtree(folder, ignore_errors=True)
@@ -663,8 +668,39 @@ def bench(memories: int, queries: int, seed: int, baseline_queries: int, store: 
         return 0
     with open(report, "w", encoding="utf-8") as out:
         out.write(json.dumps(result, indent=2, sort_keys=True) + "\n")
-    click.echo(harness.summary(result), nl=False)
+    click.echo(backends.summary(result) if backend == "postgresql" else harness.summary(result), nl=False)
     click.echo(f"report: {report}", err=True)
+    return 0
+
+
+@cli.command("bench-fleet", short_help="The fleet figure: many actors on PostgreSQL.", epilog=_epilog(
+    "cortex bench-fleet --dsn postgresql://cortex@127.0.0.1:5432/fleet",
+    "cortex bench-fleet --dsn postgresql://cortex@127.0.0.1:5432/fleet --actors 100 --workers 1,2 --seconds 5"))
+@click.option("--dsn", required=True, metavar="DSN", help="The PostgreSQL database (loaded once, reused).")
+@click.option("--actors", type=click.IntRange(min=1), default=1000, show_default=True, help="Actors in the database.")
+@click.option("--memories", type=click.IntRange(min=1), default=1000, show_default=True, help="Memories per actor.")
+@click.option("--workers", default="1,2,4", show_default=True, help="Worker process counts to measure, comma-separated.")
+@click.option("--seconds", type=click.FloatRange(min=0.1), default=20.0, show_default=True, help="Seconds per worker count.")
+@click.option("--warm-actors", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Stores each worker keeps open (0: open one per task).")
+@click.option("--report", type=click.Path(dir_okay=False, writable=True), help="Write the JSON report here.")
+def bench_fleet(dsn: str, actors: int, memories: int, workers: str, seconds: float, warm_actors: int, report: str | None) -> int:
+    """N worker processes compose contexts for random actors of a many-actor
+    PostgreSQL database, concurrently: contexts per second and p50/p99, for each N."""
+    from .bench import fleet
+
+    try:
+        counts = tuple(int(n) for n in workers.split(","))
+    except ValueError:
+        raise click.BadParameter(f"must be whole numbers separated by commas, got {workers!r}", param_hint="--workers") from None
+    if not counts or min(counts) < 1:
+        raise click.BadParameter("must name at least one count of 1 or more", param_hint="--workers")
+    result = fleet.run_fleet(dsn, fleet.FleetOptions(actors=actors, memories=memories, workers=counts, seconds=seconds,
+                                                     warm_actors=warm_actors))
+    if report is not None:
+        with open(report, "w", encoding="utf-8") as out:
+            out.write(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    click.echo(fleet.summary(result), nl=False)
     return 0
 
 

@@ -23,7 +23,7 @@ import pytest
 import cortex
 
 # The throwaway PostgreSQL server and its fixtures (`pg_dsn`, `pg_actor`): tests/pgfixture.py.
-pytest_plugins = ["pgfixture"]
+pytest_plugins = ["pgfixture", "backends"]
 
 ACTOR = "agent-1"
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)

@@ -106,3 +106,19 @@ def test_migrate_copies_and_checks(tmp_path):
 def test_mcp_needs_a_store(tmp_path):
     done = run("mcp", str(tmp_path / "missing"))
     assert done.returncode == 2 and done.stderr.startswith("cortex: NotFound: ")
+
+
+def test_bench_on_postgresql_and_the_fleet_figure(tmp_path, pg_dsn):
+    done = run("bench", "--backend", "postgresql", "--dsn", pg_dsn, "--memories", "500", "--queries", "20",
+               "--baseline-queries", "0", "--smoke", "--report", str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["backend"] == "postgresql" and report["memories"] == 500
+    assert set(report["context_ms"]) >= {"p50", "p99"} and set(report["rocksdb_context_ms"]) >= {"p50", "p99"}
+    fleet = run("bench-fleet", "--dsn", pg_dsn, "--actors", "2", "--memories", "20", "--workers", "1", "--seconds", "0.5",
+                "--report", str(tmp_path / "f.json"))
+    assert fleet.returncode == 0, fleet.stderr
+    runs = json.loads((tmp_path / "f.json").read_text())["runs"]
+    assert [r["workers"] for r in runs] == [1] and runs[0]["contexts"] > 0
+    missing = run("bench", "--backend", "postgresql")
+    assert missing.returncode == 2 and missing.stderr.startswith("cortex: BadParameter: ")
