@@ -14,7 +14,8 @@ from the index values alone, and only then reads the survivors:
    and so are memories outside the call's scope, before anything is scored (a
    scope is verified once per call, in the same view: `cortex.scope`);
 6. trim: drop the lowest (score, id) while the chosen form's tokens exceed the
-   budget, keeping at least one; the dropped become `reachable_uris` (at most 64);
+   budget, keeping at least one; the 64 best of the dropped become `reachable_uris`,
+   best first (the memories the budget would admit next);
 7. read the survivors' heads with one multi-get and render them;
 8. order the tiers.
 
@@ -500,7 +501,8 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         fits = np.flatnonzero(remaining <= plan.budget)
         dropped = min(int(fits[0]) + 1 if len(fits) else len(order) - 1, len(order) - 1)
         total = int(remaining[dropped - 1])
-    gone = cols.take(order[:dropped][:MAX_REACHABLE_URIS])
+    # The best of the dropped first: the memories the budget would admit next.
+    gone = cols.take(order[:dropped][::-1][:MAX_REACHABLE_URIS])
     reachable = [_uri(t, raw_id, v) for t, raw_id, v in zip(gone["type"].tolist(), gone.ids(), gone["version"].tolist())]
 
     # Read and render the survivors only: one multi-get of their heads.

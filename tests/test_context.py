@@ -366,7 +366,7 @@ def test_trim_drops_lowest_salience_first(ctx_store):
     drop_ids, kept_total = expected_trim(b, budget)
     assert b.trimmed == len(drop_ids) > 0
     assert len(b.reachable_uris) == b.trimmed
-    assert b.reachable_uris == [uri_of[i] for i in drop_ids]
+    assert b.reachable_uris == [uri_of[i] for i in reversed(drop_ids)]  # best of the dropped first
     assert set(ids(survivors(b))) == set(uri_of) - set(drop_ids)
     assert b.total_tokens == kept_total <= budget
     assert b.total_tokens == sum(m.tokens["medium"] for m in survivors(b))
@@ -375,10 +375,10 @@ def test_trim_drops_lowest_salience_first(ctx_store):
     top = max(importance, key=importance.get)
     assert top in ids(survivors(b))
     assert max(importance[i] for i in drop_ids) <= min(importance[m.id] for m in survivors(b))
-    # Drop order is ascending (score, id).
+    # Drop order is ascending (score, id); reachable_uris lists the drops best first.
     keys = [(b.scores[id_of(u)], id_of(u)) for u in b.reachable_uris]
-    assert keys == sorted(keys)
-    assert keys[-1] < min((b.scores[m.id], m.id) for m in survivors(b))
+    assert keys == sorted(keys, reverse=True)
+    assert keys[0] < min((b.scores[m.id], m.id) for m in survivors(b))
     # scores and tokens cover every candidate, dropped ones too.
     assert len(b.scores) == len(b.tokens) == b.candidates == 40
     for mid in uri_of:
@@ -412,7 +412,7 @@ def test_reachable_uris_capped_at_64(ctx_store):
     drop_ids, kept_total = expected_trim(b, 1)
     assert b.trimmed == 74 == len(drop_ids)
     assert len(b.reachable_uris) == 64
-    assert b.reachable_uris == [uri_of[i] for i in drop_ids[:64]]
+    assert b.reachable_uris == [uri_of[i] for i in drop_ids[::-1][:64]]  # the 64 best of the 74 dropped
     assert len(survivors(b)) == 1
     assert b.total_tokens == kept_total == survivors(b)[0].tokens["medium"]
     for u in b.reachable_uris:
@@ -1049,7 +1049,7 @@ def test_property_random_stores(specs, opts, later):
             # Trim follows (score, id) order.
             drop_ids, kept_total = expected_trim(b, budget)
             assert b.trimmed == len(drop_ids)
-            assert [id_of(u) for u in b.reachable_uris] == drop_ids[:64]
+            assert [id_of(u) for u in b.reachable_uris] == drop_ids[::-1][:64]
             assert b.total_tokens == kept_total
 
             # Ordering.

@@ -21,7 +21,7 @@ the same `now`, and must give the same answer (asserted before anything is timed
 Both follow DESIGN §6 step by step: dedup priority Pinned > Outcomes > FrameRelevant;
 tombstoned and expired candidates dropped; the pinned floor for members of an included
 pinned tier; global trim of the lowest (score, id) while over budget, keeping one;
-dropped memories as `reachable_uris` (at most 64) in drop order; Pinned and
+dropped memories as `reachable_uris` (at most 64) best first; Pinned and
 FrameRelevant ordered by score desc then id asc, Outcomes by created desc, score desc,
 id asc. Options are normalised by cortex's own `_plan` (so 0 -> default budget, the
 4000 cap, tier names, validation are identical). Survivors come back as `Memory`
@@ -93,7 +93,7 @@ def Result(**fields: Any) -> Bundle:
 
 def answer(result: Any) -> dict[str, Any]:
     """The comparable part of a `Bundle`: ids per tier (in order), the
-    reachable URIs (in drop order), the token total, the trim and candidate counts
+    reachable URIs (the best of the dropped first), the token total, the trim and candidate counts
     and the rendered text of the survivors."""
     return {
         "pinned": [m.id for m in result.pinned],
@@ -135,7 +135,7 @@ def _trim_and_order(cands: list[_Cand], budget: int) -> tuple[list[list[_Cand]],
     while total > budget and len(by_rank) - dropped > 1:
         total -= by_rank[dropped].tokens
         dropped += 1
-    reachable = [x.uri for x in by_rank[:dropped][:MAX_REACHABLE_URIS]]
+    reachable = [x.uri for x in by_rank[:dropped][::-1][:MAX_REACHABLE_URIS]]  # best of the dropped first
     tiers: list[list[_Cand]] = [[], [], []]
     for x in by_rank[dropped:]:
         tiers[x.tier].append(x)
