@@ -218,7 +218,10 @@ class Bundle:
     `conflicts`: the pairs (a, b) of candidates (survivors or trimmed) linked by a
     live `contradicts` edge, a < b by id, in id order. `superseded_ids`: the
     memories the tier scans found but left out as superseded (none with
-    `include_superseded=True`), in id order (`cortex.edges`).
+    `include_superseded=True`), in id order (`cortex.edges`);
+    `superseded_uris`, `superseded_scores` and `superseded_tokens` give their
+    current URIs (same order) and the score and token count they would have had as
+    candidates (the interop packs list them as drops with reason `superseded`).
     """
 
     pinned: list[Memory]
@@ -240,6 +243,9 @@ class Bundle:
     now: datetime | None = field(default=None, compare=False)
     conflicts: list[tuple[str, str]] = field(default_factory=list)
     superseded_ids: Sequence[str] = field(default=(), compare=False)
+    superseded_uris: Sequence[str] = field(default=(), compare=False)
+    superseded_scores: Mapping[str, float] = field(default_factory=dict, compare=False)
+    superseded_tokens: Mapping[str, int] = field(default_factory=dict, compare=False)
 
     def memories(self) -> list[Memory]:
         """Every survivor: pinned, then outcomes, then frame-relevant."""
@@ -380,7 +386,9 @@ def _outcomes(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evaluator |
     ]
     chosen: dict[bytes, tuple[int, bytes]] = {}
     cutoff = None
+    read = 0
     for created, value in heapq.merge(*streams, key=lambda item: -item[0]):
+        read += 1
         if cutoff is not None and created < cutoff:
             break  # everything still to come is older than the limit-th newest
         raw_id = value[:16]
@@ -394,6 +402,7 @@ def _outcomes(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evaluator |
         chosen[raw_id] = (created, value)
         if cutoff is None and len(chosen) >= plan.outcome_limit:
             cutoff = created
+    e.index_entries_read += read
     newest = sorted(chosen.items(), key=lambda kv: (-kv[1][0], kv[0]))[: plan.outcome_limit]
     return [value for _, (_, value) in newest]
 
@@ -460,10 +469,12 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         for tier in included:
             if tier is Tier.PINNED:
                 found = _pinned(e)
+                e.index_entries_read += len(found)
             elif tier is Tier.OUTCOMES:
                 found = _outcomes(e, plan, {value[:16] for value in values}, scope)
             else:
                 found = _frame_relevant(e, plan)
+                e.index_entries_read += len(found)
             values += found
             counts.append(len(found))
         # One decode for all tiers; rows stay in tier order (see _first_of_each_id).
@@ -481,9 +492,9 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     if len(included) > 1 or len(plan.objects) > 1:
         keep &= _first_of_each_id(cols)
     superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0
-    stale = None
+    stale = _Stale.empty()
     if not plan.include_superseded and superseded.any():
-        stale = cols.take(keep & superseded)
+        stale = _Stale(cols.take(keep & superseded), tiers[keep & superseded], plan, weights)
         keep &= ~superseded
     cols, tiers = cols.take(keep), tiers[keep]
     scores = live_scores(
@@ -540,12 +551,61 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         form=plan.form,
         root=root,
         request=_request(plan),
-        dropped_ids=_LazyIds(cols.take(order[:dropped][::-1]).ids),
+        dropped_ids=_LazyTexts(lambda: _texts(cols.take(order[:dropped][::-1]).ids())),
         weights=weights,
         now=from_micros(plan.now),
         conflicts=_conflicts(e, cols),
-        superseded_ids=_LazyIds(lambda: sorted(stale.ids()) if stale is not None else []),
+        superseded_ids=_LazyTexts(lambda: _texts(stale.ids())),
+        superseded_uris=_LazyTexts(stale.uris),
+        superseded_scores=_LazyIdMap(len(stale), stale.ids, stale.scores),
+        superseded_tokens=_LazyIdMap(len(stale), stale.ids, stale.tokens),
     )
+
+
+def _texts(raw_ids: list[bytes]) -> list[str]:
+    return [encode_id(i) for i in raw_ids]
+
+
+class _Stale:
+    """The superseded memories a call left out, in id order, with the score and
+    token count each would have had as a candidate (computed on first access)."""
+
+    def __init__(self, cols: Columns | None, tiers: np.ndarray | None, plan: _Plan | None, weights: Weights) -> None:
+        self._cols, self._plan, self._weights = cols, plan, weights
+        if cols is not None and tiers is not None:
+            order = np.lexsort((cols["id_lo"], cols["id_hi"]))
+            self._cols, self._tiers = cols.take(order), tiers[order]
+
+    @staticmethod
+    def empty() -> _Stale:
+        return _Stale(None, None, None, DEFAULT_WEIGHTS)
+
+    def __len__(self) -> int:
+        return 0 if self._cols is None else len(self._cols)
+
+    def ids(self) -> list[bytes]:
+        return [] if self._cols is None else self._cols.ids()
+
+    def uris(self) -> list[str]:
+        if self._cols is None:
+            return []
+        return [_uri(t, raw_id, v) for t, raw_id, v in zip(self._cols["type"].tolist(), self.ids(), self._cols["version"].tolist())]
+
+    def scores(self) -> list[float]:
+        if self._cols is None or self._plan is None:
+            return []
+        c = self._cols
+        pinned_tier = self._tiers == _TIER_ORDER.index(Tier.PINNED)
+        scores: list[float] = live_scores(
+            c["last_used"], c["access"], c["citations"], c["importance"], pinned_tier, self._plan.now, self._weights
+        ).tolist()
+        return scores
+
+    def tokens(self) -> list[int]:
+        if self._cols is None or self._plan is None:
+            return []
+        tokens: list[int] = self._cols[entry.TOKEN_FIELDS[self._plan.form]].astype(np.int64).tolist()
+        return tokens
 
 
 def _conflicts(e: Engine, cols: Columns) -> list[tuple[str, str]]:
@@ -570,16 +630,16 @@ def _request(plan: _Plan) -> dict[str, Any]:
     }
 
 
-class _LazyIds(Sequence[str]):
-    """Ids as 26-character text, encoded on first access (a hot call drops thousands)."""
+class _LazyTexts(Sequence[str]):
+    """Ids or URIs as text, made on first access (a hot call drops thousands)."""
 
-    def __init__(self, raw: Callable[[], list[bytes]]) -> None:
-        self._raw = raw
+    def __init__(self, make: Callable[[], list[str]]) -> None:
+        self._make = make
         self._ids: list[str] | None = None
 
     def _built(self) -> list[str]:
         if self._ids is None:
-            self._ids = [encode_id(i) for i in self._raw()]
+            self._ids = self._make()
         return self._ids
 
     def __getitem__(self, index: Any) -> Any:

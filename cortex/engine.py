@@ -202,6 +202,9 @@ class Engine:
         self.views = ViewCache()
         self.scopes = ScopeState()  # evaluated scopes, violation counts and their rate limit
         self.closed = False
+        # Index entries `context()` has read from storage, over the handle's life (the
+        # benchmark harness reports it per call; reads from the hot-frame cache do not count).
+        self.index_entries_read = 0
         self._pool: FormsPool | None = None
         self._check_or_init_meta()
         self.tokenizer = Tokenizer(self._meta_text(META_TOKENIZER) or DEFAULT_ENCODING)

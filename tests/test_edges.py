@@ -159,6 +159,11 @@ def test_context_leaves_superseded_memories_out_until_unlinked_or_the_newer_is_t
     assert store.resolve(old).uri == old  # a superseded memory still resolves
     wide = store.context(**ASK, now=NOW, include_superseded=True)
     assert rid(old) in wide.scores and list(wide.superseded_ids) == [] and wide.request["include_superseded"] is True
+    # What the left-out memory would have scored and cost as a candidate, as its URI names it.
+    wide_at_budget = store.context(**ASK, now=NOW, budget_tokens=1, include_superseded=True)
+    assert list(b.superseded_uris) == [old]
+    assert dict(b.superseded_scores) == {rid(old): wide_at_budget.scores[rid(old)]}
+    assert dict(b.superseded_tokens) == {rid(old): wide_at_budget.tokens[rid(old)]}
     assert "include_superseded" not in b.request
     store.tombstone(new, "the new price was a typo")
     assert rid(old) in store.context(**ASK, now=NOW).scores and store.verify() == []
