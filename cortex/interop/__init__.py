@@ -4,7 +4,8 @@ One module per format, each a set of plain functions over public objects (a
 `cortex.Bundle`, a store handle, plain dicts); the `Bundle` and `Cortex` methods
 of the same names delegate to them:
 
-* `hmx_pack`: an HMX-1.0 Context Pack (HMX-C, seed 000) from a bundle;
+* `hmx_pack`: an HMX-1.0 Context Pack (HMX-C, seed 000) from a bundle (and the
+  edges between its memories, read from the store with `hmx_pack.edges_among`);
 * `context_pack`: SecondBrain's ContextPackV2 (seed 002) from a bundle;
 * `ledger`: the replay record of one `context()` call, with its snapshot hash;
 * `hmx_events`: HMX-1.0 events (HMX-E, seed 001) ingested as memories;
@@ -25,7 +26,9 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ..edges import Edge
     from ..memory import Memory
+    from ..model import EdgeType
     from ..writes import Write
 
 
@@ -42,3 +45,6 @@ class InteropStore(Protocol):
     def stats(self) -> dict[str, Any]: ...
 
     def root(self) -> str: ...
+
+    def edges(self, uri: str, direction: str = "out", types: Iterable[EdgeType | str] | None = None,
+              include_tombstoned: bool = False) -> list[Edge]: ...

@@ -43,9 +43,18 @@ Statistics (live memories unless said otherwise):
   time is the gap between their `created_at`; `session_patterns` from the
   `hmx.session:` tags `ingest_hmx` writes (length = spread of `created_at`, in
   seconds).
-* `graph_digest`: the frames as a graph: entities are the distinct (kind, ref)
-  objects, relations the memory-to-object links (typed by verb); weight =
-  importance / 10; depth 1 when there is any link.
+* `graph_digest`: the edges between memories (`cortex.edges`, DESIGN §15) as the
+  knowledge graph. Relations are the live edges (not unlinked) whose two ends are
+  live memories; entities are the live memories at an end of a relation. Entity
+  types are memory types, relation types edge types (lower-case names);
+  `avg_entity_confidence` is the entities' mean confidence, `avg_relation_weight`
+  the relations' mean weight; `top_connected_entities` the entities with the most
+  relations (in and out), ties by id, named by memory id (an opaque name: no
+  content travels), at most 10 (5 in `minimal`); `max_depth` the deepest level of a
+  breadth-first walk along edge direction from the entities no relation points at
+  (entities reachable only through a cycle: from the smallest id among those left,
+  one walk after another), i.e. the longest shortest path from a root, in edges.
+  The edges are read with one `edges(id, "both")` call per live memory.
 * `semantic_summary`: promoted = confidence >= 0.8, tentative = below, deprecated
   = tombstoned, contradicted = Beliefs with stance doubt or suspect or with
   evidence_against; extraction methods are memory sources; the observation count
@@ -83,6 +92,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from ..edges import Edge
 from ..errors import FingerprintIntegrityError, ValidationError
 from ..memory import Memory
 from ..model import Belief, Constraint, Event, Frame, ObjKind, Pattern, Preference
@@ -249,6 +259,75 @@ def _clusters(artifacts: Iterable[_Artifact]) -> list[JSONDict]:
 
 
 # ---------------------------------------------------------------------------
+# The knowledge graph: memories joined by edges
+
+
+@dataclass
+class _Graph:
+    """The live memories that have live edges, and their outgoing live edges,
+    gathered memory by memory (see `graph_digest` in the module docstring)."""
+
+    nodes: dict[str, tuple[str, float]] = field(default_factory=dict)
+    """id -> (type name, confidence) of each live memory with any live edge."""
+    out: list[tuple[str, str, str, float]] = field(default_factory=list)
+    """(src id, edge type name, dst id, weight) of each live edge out of a live memory."""
+
+    def add(self, m: Memory, edges: Sequence[Edge]) -> None:
+        """A live memory and its live edges, both directions."""
+        if edges:
+            self.nodes[m.id] = (m.type.type_name.lower(), m.confidence)
+            self.out += [(e.src, e.type.name.lower(), e.dst, e.weight) for e in edges if e.src == m.id]
+
+    def digest(self, entries: int) -> JSONDict:
+        relations = sorted(r for r in self.out if r[2] in self.nodes)  # the other end is live too
+        degree: Counter[str] = Counter()
+        for src, _, dst, _ in relations:
+            degree[src] += 1
+            degree[dst] += 1
+        entities = sorted(degree)
+        top = sorted(degree.items(), key=lambda kv: (-kv[1], kv[0]))[: min(entries, 10)]
+        return {
+            "entity_count": len(entities),
+            "relation_count": len(relations),
+            "entity_type_distribution": _top(Counter(self.nodes[n][0] for n in entities), entries),
+            "relation_type_distribution": _top(Counter(type_name for _, type_name, _, _ in relations), entries),
+            "avg_entity_confidence": _ratio(sum(self.nodes[n][1] for n in entities), len(entities)),
+            "avg_relation_weight": _ratio(sum(weight for *_, weight in relations), len(relations)),
+            "top_connected_entities": [{"name": n, "type": self.nodes[n][0], "connection_count": count} for n, count in top],
+            "max_depth": _max_depth(entities, relations),
+        }
+
+
+def _max_depth(entities: Sequence[str], relations: Sequence[tuple[str, str, str, float]]) -> int:
+    """The deepest level of breadth-first walks along edge direction: one from every
+    entity nothing points at, then one from each smallest id not reached yet."""
+    children: dict[str, list[str]] = {}
+    for src, _, dst, _ in relations:
+        children.setdefault(src, []).append(dst)
+    pointed_at = {dst for _, _, dst, _ in relations}
+    depth: dict[str, int] = {}
+
+    def walk(starts: list[str]) -> None:
+        depth.update((n, 0) for n in starts)
+        level, frontier = 0, starts
+        while frontier:
+            level += 1
+            reached = []
+            for n in frontier:
+                for child in children.get(n, ()):
+                    if child not in depth:
+                        depth[child] = level
+                        reached.append(child)
+            frontier = reached
+
+    walk([n for n in entities if n not in pointed_at])
+    for n in entities:
+        if n not in depth:
+            walk([n])
+    return max(depth.values(), default=0)
+
+
+# ---------------------------------------------------------------------------
 # Statistics: one pass over every memory, in id order
 
 
@@ -282,11 +361,7 @@ class _Stats:
     recovery_ms: int = 0
     pending_failures: dict[str, list[datetime]] = field(default_factory=dict)
     sessions: dict[str, tuple[datetime, datetime, int]] = field(default_factory=dict)
-    entities: Counter[tuple[str, str]] = field(default_factory=Counter)
-    relation_types: Counter[str] = field(default_factory=Counter)
-    links: int = 0
-    link_confidence: float = 0.0
-    link_weight: float = 0.0
+    graph: _Graph = field(default_factory=_Graph)
     artifacts: dict[str, _Artifact] = field(default_factory=dict)
 
     def add(self, m: Memory) -> None:
@@ -310,7 +385,6 @@ class _Stats:
         if m.confidence >= _PROMOTED_CONFIDENCE:
             self.promoted += 1
             self.promoted_confidence += m.confidence
-        self._add_graph(m)
         self._add_session(m)
         if isinstance(data, Event):
             self._add_event(m, data)
@@ -324,14 +398,6 @@ class _Stats:
         artifact = _artifact(data, m.frames, m.tags, m.confidence)
         if artifact is not None:
             self.artifacts.setdefault(artifact.artifact_id, artifact)
-
-    def _add_graph(self, m: Memory) -> None:
-        for f in m.frames:
-            self.entities[(f.kind.name.lower(), f.ref)] += 1
-            self.relation_types[f.verb.name.lower()] += 1
-            self.links += 1
-            self.link_confidence += m.confidence
-            self.link_weight += m.importance / 10
 
     def _add_session(self, m: Memory) -> None:
         for tag in m.tags:
@@ -384,20 +450,6 @@ class _Stats:
             },
         }
 
-    def graph_digest(self, entries: int) -> JSONDict:
-        kinds: Counter[str] = Counter(kind for kind, _ in self.entities)
-        top = sorted(self.entities.items(), key=lambda kv: (-kv[1], kv[0]))[: min(entries, 10)]
-        return {
-            "entity_count": len(self.entities),
-            "relation_count": self.links,
-            "entity_type_distribution": _top(kinds, entries),
-            "relation_type_distribution": _top(self.relation_types, entries),
-            "avg_entity_confidence": _ratio(self.link_confidence, self.links),
-            "avg_relation_weight": _ratio(self.link_weight, self.links),
-            "top_connected_entities": [{"name": _label(ref), "type": kind, "connection_count": n} for (kind, ref), n in top],
-            "max_depth": 1 if self.links else 0,
-        }
-
     def semantic_summary(self, entries: int) -> JSONDict:
         return {
             "promoted_count": self.promoted,
@@ -439,6 +491,8 @@ def export(store: InteropStore, tier: str = "full") -> JSONDict:
     stats = _Stats()
     for m in store.memories(include_tombstoned=True):
         stats.add(m)
+        if not m.tombstoned:
+            stats.graph.add(m, store.edges(m.id, "both"))
     entries = _STAT_ENTRIES[tier]
     ranked = sorted(stats.artifacts.values(), key=_Artifact.rank)
     chosen = _select(ranked, ARTIFACTS_PER_SET[tier])
@@ -483,7 +537,7 @@ def _fingerprint(stats: _Stats, tier: str, actor: str, root: str, chosen: Mappin
         "created_at": _iso(stats.newest),
         "artifact_summaries": summaries,
         "behavioral_patterns": stats.behavioral_patterns(entries),
-        "graph_digest": stats.graph_digest(entries),
+        "graph_digest": stats.graph.digest(entries),
         "semantic_summary": stats.semantic_summary(entries),
         "context_priors": stats.context_priors(priority, entries),
         "metadata": {"generator": "cortex", "root": root, "memories": stats.live},

@@ -10,7 +10,7 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from interop_helpers import DEPLOY, GPU, open_store, populate, validate
+from interop_helpers import DEPLOY, GPU, Clock, open_store, populate, validate
 
 import cortex
 from cortex.interop import fingerprint, hmx_events
@@ -33,13 +33,16 @@ def empty(tmp_path):
 
 
 def rich(c: cortex.Cortex) -> None:
-    """Every type, artifacts sharing tags, a tombstone, a new version, some HMX events."""
+    """Every type, artifacts sharing tags, a tombstone, a new version, edges, some HMX events."""
     uris = populate(c)
     c.write(cortex.Constraint(statement="no deploys on Friday", strength="firm", polarity="dont", source="user_declared"),
             frames=[DEPLOY], tags=["deploy", "calendar"])
     c.write(cortex.Preference(topic="tone", polarity="prefer", strength=0.6), tags=["style"])
     c.write(cortex.Pattern(statement="warm the cache before a rollout", strength=0.3, coverage=3), tags=["deploy"])
     c.update(uris["belief"], cortex.Belief(statement="acme throttles at night", stance="doubt"))
+    c.write(cortex.Fact(statement="1.20 USD/h", subject="acme", predicate="price"), frames=[GPU], supersedes=[uris["fact"]])
+    c.link(uris["pattern"], "derived_from", uris["event"], weight=0.5)
+    c.link(uris["hard"], "references", uris["soft"])  # to a memory tombstoned below: not in the graph
     c.tombstone(uris["soft"], "superseded")
     hmx_events.ingest(c, [
         {"hmx_version": "HMX-1.0", "event_id": f"e{n}", "event_type": t, "agent_id": "ops", "tenant_id": "t",
@@ -93,7 +96,7 @@ def test_the_summaries_and_statistics_say_what_the_store_holds(store):
     assert behaviour["session_patterns"]["total_sessions"] == 1
     assert fp["semantic_summary"]["deprecated_count"] == 1
     assert fp["semantic_summary"]["contradicted_count"] == 1  # the belief now doubted
-    assert fp["graph_digest"]["top_connected_entities"][0] == {"name": "gpu_inference", "type": "service", "connection_count": 9}  # 10, one tombstoned
+    assert fp["graph_digest"]["relation_type_distribution"] == {"derived_from": 1, "supersedes": 1}
     assert fp["metadata"]["root"] == store.root()
     assert fp["created_at"] == envelope["exported_at"] == "2025-03-01T12:00:00.000000Z"
     assert fp["fingerprint_hash"] == content_hash(without(fp, "fingerprint_hash"))
@@ -318,3 +321,70 @@ def test_an_empty_store_exports_an_empty_fingerprint(empty):
     assert fp["source_event_count"] == fp["source_artifact_count"] == 0
     assert fingerprint.import_(empty, envelope) == 0
     assert len(list(empty.memories())) == 1  # only the record of the import
+
+
+# ---------------------------------------------------------------------------
+# graph_digest: the edges between memories
+
+
+def id_of(uri: str) -> str:
+    return uri.rsplit("/", 1)[1].split("#")[0]
+
+
+def test_the_graph_digest_is_the_live_edges_between_live_memories(tmp_path):
+    with cortex.open(tmp_path / "g", actor="a", clock=Clock(), entropy=bytes) as c:
+        def fact(text: str, confidence: float) -> str:
+            return c.write(cortex.Fact(statement=text, subject="acme", predicate="price"), confidence=confidence)
+
+        f1 = fact("1.40 USD/h", 0.9)
+        f2 = c.write(cortex.Fact(statement="1.30 USD/h", subject="acme", predicate="price"), confidence=0.8, supersedes=[f1])
+        f3 = c.write(cortex.Fact(statement="1.20 USD/h", subject="acme", predicate="price"), supersedes=[f2])
+        p = c.write(cortex.Pattern(statement="prices fall on Mondays", strength=0.5, coverage=3), confidence=0.7)
+        b = c.write(cortex.Belief(statement="acme lies about prices", stance="suspect"), confidence=0.6)
+        g1, g2 = fact("acme is in Frankfurt", 0.5), fact("acme's GPUs are in Frankfurt", 0.5)
+        dead = fact("acme is closing", 1.0)
+        fact("no edges at all", 1.0)
+        c.link(p, "derived_from", f3, weight=0.5)
+        c.link(b, "contradicts", f3)
+        c.link(f3, "contradicts", b)
+        c.link(g1, "corroborates", g2, weight=0.2)
+        c.link(g2, "corroborates", g1, weight=0.2)
+        c.link(f3, "references", dead)
+        c.tombstone(dead, "wrong")  # its edge leaves the graph
+        c.link(p, "references", b)
+        c.unlink(p, "references", b, reason="no")  # so does an unlinked edge
+        digest = fingerprint.export(c, "full")["fingerprint"]["graph_digest"]
+        minimal = fingerprint.export(c, "minimal")["fingerprint"]["graph_digest"]
+    assert digest == {
+        "entity_count": 7,
+        "relation_count": 7,
+        "entity_type_distribution": {"fact": 5, "belief": 1, "pattern": 1},
+        "relation_type_distribution": {"contradicts": 2, "corroborates": 2, "supersedes": 2, "derived_from": 1},
+        "avg_entity_confidence": round((0.9 + 0.8 + 1.0 + 0.7 + 0.6 + 0.5 + 0.5) / 7, 4),
+        "avg_relation_weight": round((1 + 1 + 0.5 + 1 + 1 + 0.2 + 0.2) / 7, 4),
+        "top_connected_entities": [
+            {"name": id_of(f3), "type": "fact", "connection_count": 4},  # f2, p, b twice
+            *sorted(({"name": id_of(u), "type": t, "connection_count": 2} for u, t in
+                     ((f2, "fact"), (b, "belief"), (g1, "fact"), (g2, "fact"))), key=lambda e: e["name"]),
+            *sorted(({"name": id_of(u), "type": t, "connection_count": 1} for u, t in ((f1, "fact"), (p, "pattern"))),
+                    key=lambda e: e["name"]),
+        ],
+        "max_depth": 3,  # p -> f3 -> f2 -> f1 (b is one step below f3; g1 <-> g2, a cycle, is one deep)
+    }
+    assert minimal == {**digest, "top_connected_entities": digest["top_connected_entities"][:5]}
+
+
+@pytest.mark.parametrize(("links", "depth"), [
+    ([], 0),
+    ([("a", "b")], 1),
+    ([("a", "b"), ("b", "c"), ("c", "a")], 2),  # a cycle nothing points into: walked from its smallest id
+    ([("a", "b"), ("b", "c"), ("c", "a"), ("d", "c")], 3),  # d points into the cycle: d, c, a, b
+    ([("a", "b"), ("a", "c"), ("c", "d"), ("b", "d")], 2),  # the shortest way down counts
+], ids=["none", "one", "cycle", "root-into-cycle", "diamond"])
+def test_max_depth_is_the_longest_shortest_path_from_a_root(tmp_path, links, depth):
+    with open_store(tmp_path / "d") as c:
+        uris = {name: c.write(cortex.Fact(statement=name, subject="s", predicate="p")) for name in "abcd"}
+        for src, dst in links:
+            c.link(uris[src], "caused_by", uris[dst])
+        digest = fingerprint.export(c, "compact")["fingerprint"]["graph_digest"]
+    assert (digest["max_depth"], digest["relation_count"]) == (depth, len(links))

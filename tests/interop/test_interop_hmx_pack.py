@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from interop_helpers import GPU, NOW, open_store, populate, validate
+from interop_helpers import GPU, NOW, Clock, open_store, populate, validate
 
 import cortex
 from cortex.interop import hmx_pack
@@ -14,7 +14,7 @@ SECTION_OF = {
     "Identity": "core", "Constraint": "constraints", "Goal": "goals", "Fact": "facts", "Belief": "facts",
     "Preference": "facts", "Capability": "facts", "Pattern": "procedures", "Event": "episodes",
 }
-PRIORITY = ["core", "constraints", "goals", "procedures", "facts", "episodes"]
+PRIORITY = list(hmx_pack.SECTION_ORDER)
 
 
 @pytest.fixture
@@ -222,3 +222,204 @@ def test_contradicting_memories_go_to_the_conflicts_section(tmp_path):
         pack = c.context(verb="acquire", objects={"service": "gpu"}).to_hmx_pack("lease")
     sections = {e["source_id"]: (e["section"], e["source_type"]) for e in pack["entries"]}
     assert sections == {a: ("conflicts", "conflict"), b: ("conflicts", "conflict"), other: ("facts", "memory")}
+
+
+# ---------------------------------------------------------------------------
+# Edges: superseded memories as drops, relations between entries
+
+
+LATER = {**ASK, "now": NOW.replace(hour=14)}
+
+
+def id_of(uri: str) -> str:
+    """The memory id a URI names (an id stays as it is)."""
+    return uri.rsplit("/", 1)[-1].split("#")[0]
+
+
+def priced(c: cortex.Cortex, clock: Clock) -> dict[str, str]:
+    """Two prices and two stock levels, each superseded by a newer one, a Pattern
+    derived from the new price, a corroborating edge; name -> URI."""
+    u = {}
+    u["old_price"] = c.write(cortex.Fact(statement="A100 spot is 1.40 USD/h", subject="acme", predicate="price"),
+                             frames=[GPU], importance=7)
+    clock.advance(60)
+    u["old_stock"] = c.write(cortex.Fact(statement="acme has no H100", subject="acme", predicate="stock"),
+                             frames=[GPU], importance=3)
+    clock.advance(60)
+    u["price"] = c.write(cortex.Fact(statement="A100 spot is 1.20 USD/h", subject="acme", predicate="price"),
+                         frames=[GPU], importance=7, supersedes=[u["old_price"]])
+    u["stock"] = c.write(cortex.Fact(statement="acme has 8 H100", subject="acme", predicate="stock"),
+                         frames=[GPU], importance=3, supersedes=[u["old_stock"]])
+    u["pattern"] = c.write(cortex.Pattern(statement="acme cuts prices on Mondays", strength=0.7, coverage=4), frames=[GPU])
+    c.link(u["pattern"], "derived_from", u["price"], weight=0.5)
+    c.link(u["stock"], "corroborates", u["price"])
+    return u
+
+
+@pytest.fixture
+def fixed(tmp_path):
+    """A store on a fixed clock with zero entropy: its ids, hence its URIs, are known."""
+    clock = Clock()
+    c = cortex.open(tmp_path / "fixed", actor="a", clock=clock, entropy=bytes)
+    yield c, clock
+    c.close()
+
+
+def test_superseded_memories_are_dropped_entries_with_what_they_would_have_scored(fixed):
+    c, clock = fixed
+    u = priced(c, clock)
+    bundle = c.context(**LATER)
+    assert sorted(bundle.superseded_ids) == sorted(id_of(u[k]) for k in ("old_price", "old_stock"))
+    pack = hmx_pack.build(bundle, "q")
+    check_invariants(pack, bundle)
+    # What they would have scored and cost: the same call with include_superseded=True.
+    full = c.context(**LATER, include_superseded=True)
+    expected = [
+        {"source_id": u[k], "source_type": "memory", "section": "facts", "relevance_score": full.scores[id_of(u[k])],
+         "token_estimate": tokens, "drop_reason": "superseded", "rank": rank}
+        for k, tokens, rank in (("old_price", 14, 4), ("old_stock", 10, 5))  # the better score first
+    ]
+    assert full.tokens[id_of(u["old_price"])] == 14 and full.tokens[id_of(u["old_stock"])] == 10
+    assert pack["dropped_entries"] == expected
+    assert expected[0]["relevance_score"] > expected[1]["relevance_score"]
+    assert [e["source_id"] for e in pack["entries"]] == [u["pattern"], u["price"], u["stock"]]
+    assert pack["token_budget"]["dropped_count"] == 2
+    # Asked for, they are entries and nothing is dropped.
+    everything = hmx_pack.build(full, "q")
+    check_invariants(everything, full)
+    assert {e["source_id"] for e in everything["entries"]} == set(u.values())
+    assert everything["dropped_entries"] == [] and everything["token_budget"]["dropped_count"] == 0
+
+
+def test_budget_drops_are_listed_before_superseded_ones_and_the_list_stops_at_100(fixed):
+    c, clock = fixed
+    olds = c.write_many([cortex.Write(cortex.Fact(statement=f"old offer {i}", subject="acme", predicate="price"),
+                                      frames=[GPU], importance=10, forms={"short": "old"}) for i in range(5)])
+    c.write_many([cortex.Write(cortex.Fact(statement=f"offer {i}", subject="acme", predicate="price"), frames=[GPU],
+                               forms={"short": "new"}, supersedes=[olds[i]] if i < 5 else ()) for i in range(200)])
+    for budget, trimmed in ((195, 5), (20, 180)):
+        bundle = c.context(**ASK, budget_tokens=budget, form="short")
+        assert bundle.trimmed == trimmed and len(bundle.superseded_ids) == 5
+        pack = hmx_pack.build(bundle)
+        check_invariants(pack, bundle)
+        dropped = pack["dropped_entries"]
+        reasons = [d["drop_reason"] for d in dropped]
+        shown = min(5, 100 - trimmed)
+        assert reasons == ["budget_exceeded"] * min(trimmed, 100) + ["superseded"] * shown
+        assert [id_of(d["source_id"]) for d in dropped if d["drop_reason"] == "budget_exceeded"] == list(bundle.dropped_ids[:100])
+        superseded = [d for d in dropped if d["drop_reason"] == "superseded"]
+        assert all(d["source_id"] in olds and d["token_estimate"] == 1 and d["section"] == "facts" for d in superseded)
+        # Higher importance than every survivor, yet left out: they are stale.
+        assert all(d["relevance_score"] > e["relevance_score"] for d in superseded for e in pack["entries"])
+        assert pack["token_budget"]["dropped_count"] == trimmed + 5
+
+
+def test_edges_between_entries_are_graph_relations(fixed):
+    c, clock = fixed
+    u = priced(c, clock)
+    outsider = c.write(cortex.Fact(statement="acme is in Frankfurt", subject="acme", predicate="site"))  # not a candidate
+    c.link(u["stock"], "references", outsider)
+    c.link(u["pattern"], "references", u["stock"])
+    c.unlink(u["pattern"], "references", u["stock"], reason="wrong")
+    bundle = c.context(**LATER)
+    edges = hmx_pack.edges_among(c, bundle)
+    assert [(e.src, e.type.name, e.dst) for e in edges] == [
+        (id_of(u["stock"]), "CORROBORATES", id_of(u["price"])),
+        (id_of(u["pattern"]), "DERIVED_FROM", id_of(u["price"])),
+    ]
+    pack = hmx_pack.build(bundle, "q", edges=edges)
+    check_invariants(pack, bundle)
+    score = {e["source_id"]: e["relevance_score"] for e in pack["entries"]}
+    relations = [e for e in pack["entries"] if e["section"] == "graph_relations"]
+    assert relations == [
+        {"section": "graph_relations", "content": f"{u['stock']} corroborates {u['price']}",
+         "source_id": f"edge:{id_of(u['stock'])}/corroborates/{id_of(u['price'])}", "source_type": "relation",
+         "relevance_score": min(score[u["stock"]], score[u["price"]]), "token_estimate": 41, "rank": 4,
+         "provenance": {"origin": "graph", "confidence": 1.0, "evidence_count": 1}},
+        {"section": "graph_relations", "content": f"{u['pattern']} derived_from {u['price']}",
+         "source_id": f"edge:{id_of(u['pattern'])}/derived_from/{id_of(u['price'])}", "source_type": "relation",
+         "relevance_score": 0.5 * min(score[u["pattern"]], score[u["price"]]), "token_estimate": 41, "rank": 5,
+         "provenance": {"origin": "graph", "confidence": 0.5, "evidence_count": 1}},
+    ]
+    assert u["stock"] == "cortex://Fact/01JN8SBCP00000000000000001#1"  # zero entropy: the token counts above hold
+    assert pack["token_budget"]["used"] == 17 + 14 + 11 + 41 + 41
+    assert pack["token_budget"]["section_budgets"]["graph_relations"]["used"] == 82
+    assert pack["assembly_metadata"]["included_count"] == 5
+    # The unlinked edge, the edge to a memory outside the pack and a repeated edge
+    # change nothing, and neither does the order the edges come in.
+    everything = c.edges(u["stock"], "both", include_tombstoned=True) + c.edges(u["pattern"], "both", include_tombstoned=True)
+    assert canonical_json(hmx_pack.build(bundle, "q", edges=reversed(everything + edges))) == canonical_json(pack)
+    # Without edges there is no graph_relations section.
+    assert {e["section"] for e in hmx_pack.build(bundle, "q")["entries"]} == {"procedures", "facts"}
+
+
+def test_relations_get_only_the_room_the_memories_leave(fixed):
+    c, clock = fixed
+    u = priced(c, clock)
+    bundle = c.context(**LATER, budget_tokens=17 + 14 + 11 + 41)  # the memories and one relation
+    assert bundle.trimmed == 0
+    pack = hmx_pack.build(bundle, "q", edges=hmx_pack.edges_among(c, bundle))
+    check_invariants(pack, bundle)
+    assert [e["source_id"] for e in pack["entries"] if e["section"] == "graph_relations"] == [
+        f"edge:{id_of(u['stock'])}/corroborates/{id_of(u['price'])}"]
+    last = pack["dropped_entries"][-1]
+    assert last == {"source_id": f"edge:{id_of(u['pattern'])}/derived_from/{id_of(u['price'])}", "source_type": "relation",
+                    "section": "graph_relations", "relevance_score": last["relevance_score"], "token_estimate": 41,
+                    "drop_reason": "budget_exceeded", "rank": 7}  # after the two superseded memories
+    assert pack["token_budget"]["dropped_count"] == 3 and pack["token_budget"]["remaining"] == 0
+    # A budget the memories alone fill: no relation, every memory kept.
+    bundle = c.context(**LATER, budget_tokens=17 + 14 + 11)
+    pack = hmx_pack.build(bundle, "q", edges=hmx_pack.edges_among(c, bundle))
+    assert [e["section"] for e in pack["entries"]] == ["procedures", "facts", "facts"]
+    assert [d["source_type"] for d in pack["dropped_entries"]] == ["memory", "memory", "relation", "relation"]
+
+
+def test_the_size_limit_drops_relations_before_memories(fixed, monkeypatch):
+    c, clock = fixed
+    u = priced(c, clock)
+    bundle = c.context(**LATER)
+    edges = hmx_pack.edges_among(c, bundle)
+    corroborates = f"edge:{id_of(u['stock'])}/corroborates/{id_of(u['price'])}"
+    derived = f"edge:{id_of(u['pattern'])}/derived_from/{id_of(u['price'])}"
+    limit = len(canonical_json(hmx_pack.build(bundle, "q", edges=edges)))
+    kept = []
+    for _ in range(3):  # each time one byte less than the last pack
+        monkeypatch.setattr(hmx_pack, "MAX_PACK_BYTES", limit - 1)
+        pack = hmx_pack.build(bundle, "q", edges=edges)
+        limit = len(canonical_json(pack))
+        assert limit <= hmx_pack.MAX_PACK_BYTES
+        kept.append([e["source_id"] for e in pack["entries"]])
+        check_invariants(pack, bundle)
+    assert kept == [
+        [u["pattern"], u["price"], u["stock"], corroborates],
+        [u["pattern"], u["price"], u["stock"]],
+        [u["price"], u["stock"]],  # a memory (the lowest) goes only once the relations are gone
+    ]
+    assert [(d["source_id"], d["drop_reason"]) for d in pack["dropped_entries"]] == [
+        (u["pattern"], "budget_exceeded"), (u["old_price"], "superseded"), (u["old_stock"], "superseded"),
+        (corroborates, "budget_exceeded"), (derived, "budget_exceeded")]
+
+
+def test_packs_with_edges_are_byte_identical_also_after_a_reopen(tmp_path):
+    clock = Clock()
+    with cortex.open(tmp_path / "s", actor="a", clock=clock) as c:
+        priced(c, clock)
+        bundle = c.context(**LATER)
+        first = canonical_json(hmx_pack.build(bundle, "q", edges=hmx_pack.edges_among(c, bundle)))
+        bundle = c.context(**LATER)
+        assert canonical_json(hmx_pack.build(bundle, "q", edges=hmx_pack.edges_among(c, bundle))) == first
+    with cortex.open(tmp_path / "s", actor="a", clock=clock) as c:
+        bundle = c.context(**LATER)
+        assert canonical_json(hmx_pack.build(bundle, "q", edges=hmx_pack.edges_among(c, bundle))) == first
+
+
+@pytest.mark.parametrize(("edges", "field", "rule"), [
+    ("edge", "edges", "must be a collection of cortex.Edge"),
+    (None, "edges", "must be a collection of cortex.Edge"),
+    ([("a", "supersedes", "b")], "edges[0]", "must be a cortex.Edge, not tuple"),
+], ids=["str", "none", "tuple"])
+def test_a_bad_edges_argument_is_refused(store, edges, field, rule):
+    populate(store)
+    with pytest.raises(cortex.ValidationError) as info:
+        hmx_pack.build(store.context(**ASK), edges=edges)
+    assert (info.value.field, info.value.rule) == (field, rule)
