@@ -336,7 +336,7 @@ def _assemble(bundle: Bundle, query: str, budget: int, kept: list[_Item], memory
     request = bundle.request
     weights = bundle.weights
     dropped = [*_dropped_memories(bundle, memory_drops[::-1], dropped_uris), *_superseded(bundle)]
-    dropped += [_dropped(r, "budget_exceeded") for r in relation_drops[: -MAX_DROPPED_ENTRIES - 1: -1]]
+    dropped += [_dropped(r, "budget_exceeded") for r in relation_drops[::-1][:MAX_DROPPED_ENTRIES]]
     pack: JSONDict = {
         "hmx_version": HMX_VERSION,
         "query_context": query,
