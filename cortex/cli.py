@@ -624,6 +624,7 @@ def verify(store: str, actor: str | None, as_json: bool) -> int:
 @cli.command(short_help="Run the benchmark harness on a temporary store.", epilog=_epilog(
     "cortex bench --memories 10000 --queries 200",
     "cortex bench --memories 100000 --store ./bench-store --report report.json",
+    "cortex bench --memories 100000 --store ./bench-store --hot-only --beside-writer --report hot.json",
 ))
 @click.option("--memories", type=click.IntRange(min=1), default=100_000, show_default=True, help="Memories in the workload store.")
 @click.option("--queries", type=click.IntRange(min=1), default=1000, show_default=True, help="context() calls timed.")
@@ -637,23 +638,39 @@ def verify(store: str, actor: str | None, as_json: bool) -> int:
 @click.option("--backend", type=click.Choice(["rocksdb", "postgresql"]), default="rocksdb", show_default=True,
               help="postgresql: copy the workload to --dsn and time it there beside RocksDB.")
 @click.option("--dsn", metavar="DSN", help="The PostgreSQL database for --backend postgresql (postgresql://user@host:port/db).")
+@click.option("--hot-only", is_flag=True,
+              help="Only the query mix, the hot-frame figure and the scan counter (and --beside-writer): a quick run on an existing store.")
+@click.option("--hot-rounds", type=click.IntRange(min=1), default=30, show_default=True,
+              help="Rounds of the hot-frame figure (each calls every hot and every cold frame once).")
+@click.option("--beside-writer", is_flag=True, help="Also time a reader beside a writer that ingests without pause (on a copy of the store).")
+@click.option("--beside-seconds", type=click.FloatRange(min=0, min_open=True, max=600), default=10.0, show_default=True,
+              help="How long --beside-writer measures.")
 def bench(memories: int, queries: int, seed: int, baseline_queries: int, store: str | None, keep: bool, report: str | None,
-          smoke: bool, backend: str, dsn: str | None) -> int:
+          smoke: bool, backend: str, dsn: str | None, hot_only: bool, hot_rounds: int, beside_writer: bool, beside_seconds: float) -> int:
     """Run the benchmark harness: build a seeded workload store, then measure
-    context() latency, a cold process, write and ingest throughput, resolve latency,
-    disk use and the two baselines.
+    context() latency, the index entries each call reads, the workload's hottest
+    frames against cold ones, a cold process, write and ingest throughput, resolve
+    latency, disk use and the two baselines. --hot-only keeps the query mix, the
+    hot-frame figure and the scan counter; --beside-writer adds a reader's latency
+    beside a process that ingests without pause, on a copy of the store.
 
     The store goes to a temporary folder, removed at the end unless --keep (or
     --store DIR, which also reuses a store built there before). The JSON report goes
     to standard output, or to --report PATH with a summary on standard output.
     Nothing is written into the current folder.
     """
+    from dataclasses import replace
+
     from .bench import backends, harness
 
     if backend == "postgresql" and not dsn:
         raise click.BadParameter("is required with --backend postgresql", param_hint="--dsn")
+    if backend == "postgresql" and (hot_only or beside_writer):
+        raise click.BadParameter("measures RocksDB stores only; leave it out with --backend postgresql",
+                                 param_hint="--hot-only" if hot_only else "--beside-writer")
     shape = harness.RunOptions.smoke if smoke else harness.RunOptions
-    options = shape(memories, queries, seed, min(baseline_queries, queries))
+    options = replace(shape(memories, queries, seed, min(baseline_queries, queries)), hot_rounds=hot_rounds,
+                      hot_only=hot_only, beside_writer_seconds=beside_seconds if beside_writer else 0.0)
     folder = None if store is not None else tempfile.mkdtemp(prefix="cortex-bench-")
     path = os.path.join(folder, "store") if folder is not None else str(store)
     try:
