@@ -49,7 +49,7 @@ from .scope import Evaluator, Refusal, SignedScope, capped_budget, check_signed,
 from .writes import report_violation
 from .forms import FORM_NAMES
 from .ids import encode_id, format_uri
-from .index import actor_obj, edge, entry, frame, pinned
+from .index import actor_obj, edge, entry, frame, hot, pinned
 from .index.entry import Columns
 from .memory import Memory
 from .model import MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, from_micros, json_value, to_micros
@@ -324,12 +324,9 @@ class Bundle:
 # ---------------------------------------------------------------------------
 # Tier scans
 
-# The index value fields the composer uses (see cortex.index.entry).
-_FIELDS = ("id_hi", "id_lo", "type", "flags", "version", "created", "last_used", "expires", "access", "citations", "importance")
-
-
-def _decode(values: list[bytes], plan: _Plan) -> Columns:
-    return Columns.decode(values, (*_FIELDS, entry.TOKEN_FIELDS[plan.form]))
+def _decode(values: list[bytes]) -> Columns:
+    """Index values as columns of every field (the hot-frame cache keeps them all)."""
+    return Columns.decode(values, hot.FIELDS)
 
 
 def _live(cols: Columns, now: int) -> np.ndarray:
@@ -354,28 +351,54 @@ def _corrupt_index(e: Engine, plan: _Plan, detail: str, record: bytes | None = N
     return entry.first_bad(e.storage, _scanned_prefixes(plan), detail, record)
 
 
-def _first_of_each_id(cols: Columns) -> np.ndarray:
-    """Mask keeping the first row of each id. Rows are in tier order, so this is the
-    dedup priority Pinned > Outcomes > FrameRelevant (the rows of one id hold the same
-    value: every index entry of a memory does). `np.lexsort` is stable, so copies of
-    an id end up side by side in row order, and every copy after the first goes."""
-    order = np.lexsort((cols["id_hi"], cols["id_lo"]))
-    lo, hi = cols["id_lo"][order], cols["id_hi"][order]
-    later_copy = np.zeros(len(order), dtype=bool)
-    later_copy[1:] = (lo[1:] == lo[:-1]) & (hi[1:] == hi[:-1])
-    keep = np.ones(len(order), dtype=bool)
-    keep[order[later_copy]] = False
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """The rows one scan gave (one tier, or one object's frame), in the order read;
+    `by_id` when that order is by id (a prefix scan: the id ends the key)."""
+
+    cols: Columns
+    by_id: bool
+
+
+def _later_copies(blocks: list[_Block]) -> np.ndarray | None:
+    """Mask over the rows of all blocks (concatenated in order) keeping the first row
+    of each id, or None when no id is in two blocks. Blocks are in tier order, so this
+    is the dedup priority Pinned > Outcomes > FrameRelevant (every index entry of a
+    memory holds the same value, so which copy stays does not change the row). A
+    block holds an id once (its keys end with the id), so only ids already in an
+    earlier block go; each pair of blocks is compared by binary search in whichever
+    of the two is ordered by id, the smaller side searched for."""
+    drop = [np.zeros(len(b.cols), dtype=bool) for b in blocks]
+    for j, later in enumerate(blocks):
+        for earlier in blocks[:j]:
+            if not len(later.cols) or not len(earlier.cols):
+                continue
+            if later.by_id and (len(earlier.cols) < len(later.cols) or not earlier.by_id):
+                rows = hot.locate(earlier.cols["id_hi"], earlier.cols["id_lo"], later.cols["id_hi"], later.cols["id_lo"])
+                drop[j][rows[rows >= 0]] = True
+            else:
+                ref = earlier.cols if earlier.by_id else earlier.cols.take(np.lexsort((earlier.cols["id_lo"], earlier.cols["id_hi"])))
+                drop[j] |= hot.locate(later.cols["id_hi"], later.cols["id_lo"], ref["id_hi"], ref["id_lo"]) >= 0
+    if not any(d.any() for d in drop):
+        return None
+    keep: np.ndarray = ~np.concatenate(drop)
     return keep
 
 
-def _pinned(e: Engine) -> list[bytes]:
-    """Every `idx/pinned` value."""
-    return e.storage.scan_values(pinned.PREFIX, pinned.key_of)
+def _pinned(e: Engine) -> _Block:
+    """Every `idx/pinned` entry."""
+    values = e.storage.scan_values(pinned.PREFIX, pinned.key_of)
+    e.index_entries_read += len(values)
+    return _Block(_decode(values), by_id=True)
 
 
-def _outcomes(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evaluator | None) -> list[bytes]:
-    """The values of the `outcome_limit` newest live Events under (verb, ref) of any
-    object that are not pinned and are in scope (ties: id ascending)."""
+def _outcomes(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evaluator | None) -> _Block:
+    """The `outcome_limit` newest live Events under (verb, ref) of any object that are
+    not pinned and are in scope (ties: id ascending), newest first."""
+    return _Block(_decode(_outcome_values(e, plan, pinned_ids, scope)), by_id=False)
+
+
+def _outcome_values(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evaluator | None) -> list[bytes]:
     assert plan.verb is not None
     if scope is not None and not scope.may_admit_type(MemoryType.EVENT):
         return []  # no Event is in scope: do not walk the object's whole history
@@ -407,15 +430,23 @@ def _outcomes(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evaluator |
     return [value for _, (_, value) in newest]
 
 
-def _frame_relevant(e: Engine, plan: _Plan) -> list[bytes]:
-    """Every value under one of the (verb, kind, ref) frames (copies and expired
-    memories included: the composer drops them for all tiers at once)."""
+def _frame_relevant(e: Engine, plan: _Plan) -> list[_Block]:
+    """Every entry under each (verb, kind, ref) frame, one block per object (copies and
+    expired memories included: the composer drops them for all tiers at once). A hot
+    object's entries come from the handle's cache (`cortex.index.hot`) when it has them."""
     assert plan.verb is not None
-    values: list[bytes] = []
+    blocks = []
     for kind, ref in plan.objects:
         prefix = frame.prefix(plan.verb, kind, ref)
-        values += e.storage.scan_values(prefix, frame.key_of(prefix))
-    return values
+        cached = None if e.hot is None else e.hot.lookup(prefix)
+        if cached is None:
+            values = e.storage.scan_values(prefix, frame.key_of(prefix))
+            e.index_entries_read += len(values)
+            cached = _decode(values)
+            if e.hot is not None and not entry.unsound(cached):
+                e.hot.store(prefix, cached)
+        blocks.append(_Block(cached, by_id=True))
+    return blocks
 
 
 # ---------------------------------------------------------------------------
@@ -463,24 +494,21 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     tiered = plan.verb is not None and bool(plan.objects)
     included = [t for t in _TIER_ORDER if t in plan.tiers and (t is Tier.PINNED or tiered)]
     token_field = entry.TOKEN_FIELDS[plan.form]
-    values: list[bytes] = []
+    blocks: list[_Block] = []
     counts: list[int] = []
     try:
         for tier in included:
             if tier is Tier.PINNED:
-                found = _pinned(e)
-                e.index_entries_read += len(found)
+                found = [_pinned(e)]
             elif tier is Tier.OUTCOMES:
-                found = _outcomes(e, plan, {value[:16] for value in values}, scope)
+                found = [_outcomes(e, plan, {i for b in blocks for i in b.cols.ids()}, scope)]
             else:
                 found = _frame_relevant(e, plan)
-                e.index_entries_read += len(found)
-            values += found
-            counts.append(len(found))
-        # One decode for all tiers; rows stay in tier order (see _first_of_each_id).
-        cols = _decode(values, plan)
+            blocks += found
+            counts.append(sum(len(b.cols) for b in found))
     except (ValueError, struct.error) as exc:  # a value of the wrong size
         raise _corrupt_index(e, plan, str(exc)) from None
+    cols = Columns.concat([b.cols for b in blocks])  # new arrays: never a cached block's own
     if entry.unsound(cols):
         raise _corrupt_index(e, plan, "type or version out of range")
     if journal_at is not None and len(cols) and int(cols["created"].max()) > journal_at:
@@ -489,35 +517,28 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     keep = _live(cols, plan.now)
     if scope is not None:
         keep &= scope.mask(e.storage, cols["id_hi"], cols["id_lo"], cols["type"])
-    if len(included) > 1 or len(plan.objects) > 1:
-        keep &= _first_of_each_id(cols)
+    first = _later_copies(blocks) if len(blocks) > 1 else None
+    if first is not None:
+        keep &= first
     superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0
     stale = _Stale.empty()
     if not plan.include_superseded and superseded.any():
         stale = _Stale(cols.take(keep & superseded), tiers[keep & superseded], plan, weights)
         keep &= ~superseded
-    cols, tiers = cols.take(keep), tiers[keep]
+    if not keep.all():
+        cols, tiers = cols.take(keep), tiers[keep]
     scores = live_scores(
         cols["last_used"], cols["access"], cols["citations"], cols["importance"],
         tiers == _TIER_ORDER.index(Tier.PINNED), plan.now, weights,
     )
     tokens = cols[token_field].astype(np.int64)
-
-    # Trim: drop the lowest (score, id) first while over budget, keeping one.
-    order = np.lexsort((cols["id_lo"], cols["id_hi"], scores))
-    total = int(tokens.sum())
-    dropped = 0
-    if total > plan.budget and len(order) > 1:
-        remaining = total - np.cumsum(tokens[order])
-        fits = np.flatnonzero(remaining <= plan.budget)
-        dropped = min(int(fits[0]) + 1 if len(fits) else len(order) - 1, len(order) - 1)
-        total = int(remaining[dropped - 1])
-    # The best of the dropped first: the memories the budget would admit next.
-    gone = cols.take(order[:dropped][::-1][:MAX_REACHABLE_URIS])
+    trim = _trim(scores, tokens, cols["id_hi"], cols["id_lo"], plan.budget)
+    dropped, total = len(cols) - len(trim.survivors), trim.total
+    gone = cols.take(trim.reachable)
     reachable = [_uri(t, raw_id, v) for t, raw_id, v in zip(gone["type"].tolist(), gone.ids(), gone["version"].tolist())]
 
     # Read and render the survivors only: one multi-get of their heads.
-    keep = order[dropped:]
+    keep = trim.survivors
     keys = [head_key(raw_id) for raw_id in cols.take(keep).ids()]
     memories: dict[int, list[tuple[tuple[Any, ...], Memory]]] = {0: [], 1: [], 2: []}
     rendered: dict[str, str] = {}
@@ -551,7 +572,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         form=plan.form,
         root=root,
         request=_request(plan),
-        dropped_ids=_LazyTexts(lambda: _texts(cols.take(order[:dropped][::-1]).ids())),
+        dropped_ids=_LazyTexts(lambda: _texts(cols.take(_ranking(scores, cols["id_hi"], cols["id_lo"])[len(trim.survivors):]).ids())),
         weights=weights,
         now=from_micros(plan.now),
         conflicts=_conflicts(e, cols),
@@ -560,6 +581,66 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         superseded_scores=_LazyIdMap(len(stale), stale.ids, stale.scores),
         superseded_tokens=_LazyIdMap(len(stale), stale.ids, stale.tokens),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Trimmed:
+    """The outcome of the trim: `survivors` (row indexes, lowest (score, id) first:
+    the order the heads are read and rendered in), `reachable` (the best dropped
+    rows, best first, at most `MAX_REACHABLE_URIS`) and the survivors' token total."""
+
+    survivors: np.ndarray
+    reachable: np.ndarray
+    total: int
+
+
+# How many of the best rows the trim ranks first; it ranks four times more while
+# the budget and the reachable list need more than it ranked.
+_FIRST_RANKED = 256
+
+
+def _trim(scores: np.ndarray, tokens: np.ndarray, hi: np.ndarray, lo: np.ndarray, budget: int) -> _Trimmed:
+    """DESIGN §6 step 6: while the token total exceeds the budget, drop the row with
+    the lowest (score, id), always keeping one; the survivors are thus the longest
+    run of best rows whose tokens fit (at least one), and `reachable` the rows that
+    come next. Only the best rows are ranked (a hot object has tens of thousands of
+    candidates and a budget admits at most a few hundred): `_top` ranks the `m` best
+    exactly, and when the survivors plus the reachable list do not fit in them, `m`
+    grows until they do or every row is ranked."""
+    n = len(scores)
+    total = int(tokens.sum())
+    if total <= budget or n <= 1:
+        return _Trimmed(_ranking(scores, hi, lo)[::-1], np.zeros(0, dtype=np.int64), total)
+    m = min(n, _FIRST_RANKED)
+    while True:
+        best = _top(scores, hi, lo, m)
+        running = np.cumsum(tokens[best])
+        over = np.flatnonzero(running > budget)
+        # Tokens are never negative, so the running total only grows: the survivors are
+        # the rows before the first one that takes it over the budget (at least one).
+        kept = max(1, int(over[0])) if len(over) else m
+        if len(over) and (kept + MAX_REACHABLE_URIS <= m or m == n):
+            break
+        m = min(n, m * 4)
+    return _Trimmed(best[:kept][::-1], best[kept : kept + MAX_REACHABLE_URIS], int(running[kept - 1]))
+
+
+def _ranking(scores: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """Every row index, best (score, id) first."""
+    order: np.ndarray = np.lexsort((lo, hi, scores))[::-1]
+    return order
+
+
+def _top(scores: np.ndarray, hi: np.ndarray, lo: np.ndarray, m: int) -> np.ndarray:
+    """The indexes of the `m` best rows by (score, id), best first. A partition finds
+    the m-th best score; every row scoring at least that (ties included) is ranked."""
+    n = len(scores)
+    if m >= n:
+        return _ranking(scores, hi, lo)
+    cutoff = np.partition(scores, n - m)[n - m]
+    rows = np.flatnonzero(scores >= cutoff)
+    ranked: np.ndarray = rows[_ranking(scores[rows], hi[rows], lo[rows])][:m]
+    return ranked
 
 
 def _texts(raw_ids: list[bytes]) -> list[str]:

@@ -65,7 +65,8 @@ from .records import (
 from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
 from .scope import ScopeState
-from .storage import Storage, is_dsn
+from .index.hot import HotFrames
+from .storage import Batch, Storage, is_dsn
 from .workers import FormsPool
 
 Clock = Callable[[], datetime]
@@ -205,6 +206,9 @@ class Engine:
         # Index entries `context()` has read from storage, over the handle's life (the
         # benchmark harness reports it per call; reads from the hot-frame cache do not count).
         self.index_entries_read = 0
+        # Decoded frame entries of hot objects (`cortex.index.hot`); none where reads
+        # can see other processes' commits without a refresh.
+        self.hot = None if storage.live_reads else HotFrames()
         self._pool: FormsPool | None = None
         self._check_or_init_meta()
         self.tokenizer = Tokenizer(self._meta_text(META_TOKENIZER) or DEFAULT_ENCODING)
@@ -253,6 +257,8 @@ class Engine:
             return
         with self.lock.write():
             self.closed = True
+            if self.hot is not None:
+                self.hot.clear()
             try:
                 self.storage.close()
             finally:
@@ -289,6 +295,8 @@ class Engine:
         self.check_open()
         if self.mode == "r":
             with self.lock.write():
+                if self.hot is not None:
+                    self.hot.clear()
                 self.storage.catch_up(reopen)
                 self._load_view()
 
@@ -393,6 +401,13 @@ class Engine:
         time, write it atomically, and move the in-memory journal head."""
         high = max(self.clock_high, now)
         puts[META_CLOCK_HIGH] = encode_clock_high(high)
-        self.storage.write(puts)
+        self.write(puts)
         self.journal, self.clock_high = journal, high
+
+    def write(self, puts: Batch) -> None:
+        """Write a batch atomically: the only way a batch reaches storage, so the
+        caches that mirror stored keys see every change (`cortex.index.hot`)."""
+        self.storage.write(puts)
+        if self.hot is not None:
+            self.hot.observe(puts)
 

@@ -237,7 +237,7 @@ def rebuild(e: Engine) -> list[str]:
         puts.update(expected)
         keys = list(puts)
         for start in range(0, len(keys), 50_000):
-            e.storage.write({k: puts[k] for k in keys[start : start + 50_000]})
+            e.write({k: puts[k] for k in keys[start : start + 50_000]})
     return problems
 
 

@@ -106,6 +106,12 @@ class Columns:
     def __getitem__(self, name: str) -> np.ndarray:
         return self.data[name]
 
+    @staticmethod
+    def concat(parts: list[Columns]) -> Columns:
+        """The rows of every part, in order, in new arrays (never a part's own)."""
+        names = tuple(parts[0].data)
+        return Columns({name: np.concatenate([part.data[name] for part in parts]) for name in names})
+
     def take(self, selector: np.ndarray) -> Columns:
         """The rows a boolean mask or an index array selects."""
         return Columns({name: column[selector] for name, column in self.data.items()})

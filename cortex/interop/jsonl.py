@@ -439,7 +439,7 @@ def _write_all(e: Engine, source: str, marker: bytes) -> None:
 
     def flush() -> None:
         if batch:
-            e.storage.write(dict(batch))
+            e.write(dict(batch))
             batch.clear()
 
     for number, raw in _lines(source):
@@ -465,7 +465,7 @@ def _write_all(e: Engine, source: str, marker: bytes) -> None:
             flush()
     flush()
     for puts in derived_after_import(e):  # edges and their flags, from the journal just written
-        e.storage.write(puts)
+        e.write(puts)
     batch[META_JOURNAL] = JournalHead(seq, root).encode()
     if seq:
         batch[META_CLOCK_HIGH] = encode_clock_high(high)

@@ -120,7 +120,7 @@ def _copy(reader: Engine, writer: Engine, progress: Progress | None) -> tuple[in
 
         def flush() -> None:
             nonlocal copied
-            writer.storage.write(batch)
+            writer.write(batch)
             written = sum(1 for key in batch if key != META_IMPORT)
             copied += written
             batch.clear()

@@ -1,0 +1,218 @@
+"""Hot objects (the hot-frames issue): the cache of decoded frame entries and the
+partial ranking of the trim give exactly the bundle of a full scan and a full sort.
+
+`context()` keeps the decoded entries of large frame prefixes per handle
+(`cortex.index.hot`) and ranks only the best candidates when it trims. Neither may
+change an answer: on random stores built to have hot objects shared by several
+queried objects, score ties, expiring and tombstoned memories, superseded and
+contradicting ones, learned weights and writes between calls, every bundle equals
+the bundle of the same call with no cache, and its trim equals the trim DESIGN §6
+states, recomputed here from the bundle's own scores and token counts.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cortex
+import cortex.context as context_module
+from cortex import Constraint, EdgeType, Event, Fact, Frame, Goal
+from cortex.index.hot import HotFrames
+
+from conftest import START, FakeClock, open_store
+
+NOW = START + timedelta(days=30)
+OBJECTS = [("service", "gpu"), ("model", "acme"), ("agent", "eu")]
+
+
+def _memory(rng: random.Random, n: int) -> cortex.model.MemoryData:
+    kind = rng.choice(("fact", "fact", "event", "event", "goal", "constraint"))
+    if kind == "event":
+        return Event(kind="dispatch", outcome=rng.choice(("success", "failure")), summary=f"event {n}" + " x" * rng.randint(0, 20))
+    if kind == "goal":
+        return Goal(statement=f"goal {n}", status=rng.choice(("active", "paused")))
+    if kind == "constraint":
+        return Constraint(statement=f"rule {n}", strength=rng.choice(("hard", "soft")), polarity="dont", source="learned")
+    return Fact(statement=f"fact {n}" + " y" * rng.randint(0, 30), subject="s", predicate=f"p{n % 3}")
+
+
+def _frames(rng: random.Random) -> list[Frame]:
+    """One to three of the three objects (so they share memories), mostly under one verb."""
+    chosen = rng.sample(OBJECTS, rng.randint(1, 3))
+    return [Frame(rng.choice(("acquire", "acquire", "deliver")), kind, ref) for kind, ref in chosen]
+
+
+def _write_some(c: cortex.Cortex, clock: FakeClock, rng: random.Random, count: int, uris: list[str]) -> None:
+    """Writes, edits, uses, tombstones and edges, in a random mix."""
+    for _ in range(count):
+        clock.now += timedelta(minutes=rng.choice((0, 0, 1, 90)))  # 0: same instant, so score ties
+        roll = rng.random()
+        live = [u for u in uris if not c.resolve(u).tombstoned]
+        if roll < 0.55 or len(live) < 4:
+            expires = NOW + timedelta(days=rng.choice((-1, 1))) if rng.random() < 0.15 else None
+            uris.append(c.write(_memory(rng, len(uris)), frames=_frames(rng), importance=rng.choice((3, 5, 5, 9)), expires_at=expires))
+        elif roll < 0.65:
+            c.attest(rng.sample(live, 2), rng.choice(("success", "success", "failure")), "factual_error")
+        elif roll < 0.72:
+            c.update_head(rng.choice(live), importance=rng.choice((0, 5, 10)))
+        elif roll < 0.78:
+            c.tombstone(rng.choice(live), "gone")
+        elif roll < 0.9:
+            a, b = rng.sample(live, 2)
+            try:
+                c.link(a, rng.choice((EdgeType.SUPERSEDES, EdgeType.CONTRADICTS)), b)
+            except cortex.SupersedesCycle:
+                pass
+        else:
+            new = c.write(_memory(rng, len(uris)), frames=_frames(rng), supersedes=[rng.choice(live)])
+            uris.append(new)
+
+
+def _query(rng: random.Random) -> dict:
+    objects = dict(rng.sample(OBJECTS, rng.randint(1, 3)))
+    query = {"verb": rng.choice(("acquire", "deliver")), "objects": objects, "now": NOW,
+             "budget_tokens": rng.choice((1, 40, 120, 300, 4000)), "form": rng.choice(("short", "medium", "full")),
+             "outcome_limit": rng.choice((0, 1, 5)), "include_superseded": rng.random() < 0.25}
+    if rng.random() < 0.3:
+        query["include_tiers"] = rng.sample(["pinned", "outcomes", "frame_relevant"], rng.randint(1, 3))
+    return query
+
+
+def _everything(b: cortex.Bundle) -> dict:
+    """Every part of a bundle, in the order the bundle holds it."""
+    return {
+        "json": b.to_json(), "scores": list(b.scores.items()), "tokens": list(b.tokens.items()),
+        "rendered": list(b.rendered.items()), "dropped": list(b.dropped_ids), "superseded": list(b.superseded_ids),
+        "superseded_scores": list(b.superseded_scores.items()),
+    }
+
+
+def _design_trim(b: cortex.Bundle, reachable_size: int = 64) -> tuple[list[str], list[str], int]:
+    """DESIGN §6 step 6 on the bundle's own scores and tokens: drop the lowest
+    (score, id) while over budget, keeping one. Returns the survivors' ids (as a
+    set, sorted), the 64 best dropped (best first) and the token total."""
+    order = sorted(b.scores, key=lambda i: (b.scores[i], i))
+    total, dropped = sum(b.tokens.values()), 0
+    while total > b.request["budget_tokens"] and dropped < len(order) - 1:
+        total -= b.tokens[order[dropped]]
+        dropped += 1
+    return sorted(order[dropped:]), order[:dropped][::-1][:reachable_size], total
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), ranking=st.sampled_from([(1, 2), (3, 5), (2, 64), (16, 3), (256, 64)]))
+def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path_factory, seed, ranking):
+    rng = random.Random(seed)
+    # Rank few rows first and (in some examples) keep a short reachable list, so that
+    # small stores take every path of the trim: widening the ranking, and stopping
+    # with rows left unranked.
+    saved = context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS
+    context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS = ranking
+    try:
+        _check_against_full_scan(tmp_path_factory, rng, ranking[1])
+    finally:
+        context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS = saved
+
+
+def _check_against_full_scan(tmp_path_factory, rng: random.Random, reachable_size: int) -> None:
+    clock = FakeClock()
+    with open_store(tmp_path_factory.mktemp("hot") / "s", clock) as c:
+        uris: list[str] = []
+        _write_some(c, clock, rng, rng.randint(20, 120), uris)
+        engine = c._engine
+        cache = HotFrames(min_rows=1)  # every prefix counts as hot
+        for round_ in range(3):
+            for _ in range(6):
+                query = _query(rng)
+                engine.hot = cache
+                cached = c.context(**query)
+                engine.hot = None
+                scanned = c.context(**query)
+                assert _everything(cached) == _everything(scanned), query
+                survivors, reachable, total = _design_trim(scanned, reachable_size)
+                assert sorted(m.id for m in scanned.memories()) == survivors
+                assert [u.rsplit("/", 1)[1].split("#")[0] for u in scanned.reachable_uris] == reachable
+                assert scanned.total_tokens == total and scanned.trimmed == len(scanned.scores) - len(survivors)
+                assert list(scanned.dropped_ids) == sorted(set(scanned.scores) - set(survivors), key=lambda i: (-scanned.scores[i], _neg(i)))
+            engine.hot = cache
+            _write_some(c, clock, rng, rng.randint(1, 30), uris)  # the cache follows these writes
+        assert len(cache) > 0
+
+
+def _neg(memory_id: str) -> tuple[int, ...]:
+    return tuple(-ord(ch) for ch in memory_id)
+
+
+def test_a_hot_prefix_is_cached_once_it_is_large_and_reads_no_entries_after(tmp_path):
+    clock = FakeClock()
+    with open_store(tmp_path / "s", clock) as c:
+        c.write_many([cortex.Write(Fact(statement=f"f{i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", "gpu"),))
+                      for i in range(600)])
+        c.write(Fact(statement="cold", subject="s", predicate="p"), frames=[Frame("acquire", "service", "tiny")])
+        engine = c._engine
+        ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW}
+        first = c.context(**ask)
+        read = engine.index_entries_read
+        again = c.context(**ask)
+        assert engine.index_entries_read == read  # 600 frame entries, all from the cache; no pinned tier entries
+        assert again.to_json() == first.to_json()
+        c.context(verb="acquire", objects={"service": "tiny"}, now=NOW)
+        assert engine.index_entries_read == read + 1  # a small prefix is read each time
+        new = c.write(Fact(statement="newest", subject="s", predicate="p"), frames=[Frame("acquire", "service", "gpu")], importance=10)
+        after = c.context(**ask)
+        assert engine.index_entries_read == read + 1 and after.candidates == 601
+        assert new.rsplit("/", 1)[1].split("#")[0] in after.scores
+
+
+def test_rebuild_and_import_move_the_cache_with_the_store(tmp_path):
+    clock = FakeClock()
+    with open_store(tmp_path / "s", clock) as c:
+        uris = c.write_many([cortex.Write(Fact(statement=f"f{i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", "gpu"),))
+                             for i in range(40)])
+        c._engine.hot = HotFrames(min_rows=1)
+        ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "budget_tokens": 100}
+        before = c.context(**ask).to_json()
+        c.rebuild()
+        assert c.context(**ask).to_json() == before
+        c.tombstone(uris[0], "gone")
+        c.rebuild()
+        gone = c.context(**ask)
+        c._engine.hot = None
+        assert gone.to_json() == c.context(**ask).to_json() and gone.candidates == 39
+
+
+def test_a_follower_drops_its_cache_when_it_catches_up(tmp_path):
+    clock = FakeClock()
+    path = tmp_path / "s"
+    with open_store(path, clock) as w:
+        w.write_many([cortex.Write(Fact(statement=f"f{i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", "gpu"),))
+                      for i in range(30)])
+        with open_store(path, clock, mode="r") as r:
+            r._engine.hot = HotFrames(min_rows=1)
+            ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW}
+            assert r.context(**ask).candidates == 30
+            w.write(Fact(statement="newer", subject="s", predicate="p"), frames=[Frame("acquire", "service", "gpu")])
+            r.refresh()
+            assert r.context(**ask).candidates == 31
+
+
+def test_the_cache_keeps_at_most_its_row_budget_least_recently_used_first(tmp_path):
+    clock = FakeClock()
+    with open_store(tmp_path / "s", clock) as c:
+        for ref in ("a", "b", "c"):
+            c.write_many([cortex.Write(Fact(statement=f"{ref}{i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", ref),))
+                          for i in range(10)])
+        cache = c._engine.hot = HotFrames(min_rows=5, max_rows=25)
+        for ref in ("a", "b", "a", "c"):
+            c.context(verb="acquire", objects={"service": ref}, now=NOW)
+        assert len(cache) == 2  # b was the least recently used when c came in
+        read = c._engine.index_entries_read
+        c.context(verb="acquire", objects={"service": "a"}, now=NOW)
+        c.context(verb="acquire", objects={"service": "c"}, now=NOW)
+        assert c._engine.index_entries_read == read
+        c.context(verb="acquire", objects={"service": "b"}, now=NOW)
+        assert c._engine.index_entries_read == read + 10
