@@ -20,6 +20,8 @@ from .journal import EDGE_KINDS, SCOPE_KINDS, HeadFacts, chain, entry_problem, n
 from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
 from .scope import GRANT_PREFIXES, Grants
+from .index import hot
+from .index.entry import Columns
 from .storage import scan_keys
 from .records import (
     HEAD_PREFIX,
@@ -181,6 +183,20 @@ def verify(e: Engine) -> list[str]:
     return problems
 
 
+def _verify_hot(e: Engine, problems: list[str]) -> None:
+    """The handle's cache of hot frame entries (`cortex.index.hot`) against storage."""
+    if e.hot is None:
+        return
+    for prefix in e.hot.prefixes():
+        cached = e.hot.lookup(prefix)
+        try:
+            stored = Columns.decode(e.storage.scan_values(prefix), hot.FIELDS)
+        except ValueError:  # a value of the wrong size: the index checks above name it
+            stored = None
+        if cached is not None and (stored is None or not hot.same(cached, stored)):
+            problems.append(f"{_show(prefix)}: this handle's cache of the entries under it differs from the stored entries")
+
+
 def _verify_into(e: Engine, problems: list[str]) -> None:
     with e.lock.read():
         head, scores, weights, facts, high, grants = replay_journal(e, problems)
@@ -202,6 +218,7 @@ def _verify_into(e: Engine, problems: list[str]) -> None:
                     problems.append(f"{_show(key)}: {index.edge.flag_problem(want, value) or 'stale or corrupt value'}")
         for key in sorted(expected):
             problems.append(f"{_show(key)}: missing entry")
+        _verify_hot(e, problems)
         if e.storage.get(META_CLOCK_HIGH) != (encode_clock_high(high) if head.seq else None):
             problems.append("meta/clock_high: differs from the journal's latest time")
         if e.storage.get(META_IMPORT) is not None:

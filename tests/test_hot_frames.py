@@ -216,3 +216,18 @@ def test_the_cache_keeps_at_most_its_row_budget_least_recently_used_first(tmp_pa
         assert c._engine.index_entries_read == read
         c.context(verb="acquire", objects={"service": "b"}, now=NOW)
         assert c._engine.index_entries_read == read + 10
+
+
+def test_verify_compares_the_cache_with_the_stored_entries(tmp_path):
+    clock = FakeClock()
+    with open_store(tmp_path / "s", clock) as c:
+        c.write_many([cortex.Write(Fact(statement=f"f{i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", "gpu"),))
+                      for i in range(8)])
+        cache = c._engine.hot = HotFrames(min_rows=1)
+        c.context(verb="acquire", objects={"service": "gpu"}, now=NOW)
+        assert c.verify() == []
+        [prefix] = cache.prefixes()
+        cols = cache.lookup(prefix)
+        cols["importance"][0] += 1  # what a cache that missed a write would hold
+        shown = "idx/frame/" + prefix[len(b"idx/frame/"):].hex()
+        assert c.verify() == [f"{shown}: this handle's cache of the entries under it differs from the stored entries"]

@@ -69,6 +69,10 @@ class HotFrames:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def prefixes(self) -> list[bytes]:
+        with self._lock:
+            return sorted(self._entries)
+
     def lookup(self, prefix: bytes) -> Columns | None:
         """The columns of `prefix` when cached (with any pending writes applied)."""
         with self._lock:
@@ -116,6 +120,11 @@ class HotFrames:
         while self._rows > self.max_rows and self._entries:
             _, oldest = self._entries.popitem(last=False)
             self._rows -= len(oldest.cols)
+
+
+def same(a: Columns, b: Columns) -> bool:
+    """Whether two sets of columns hold the same rows in the same order."""
+    return len(a) == len(b) and all(np.array_equal(a[name], b[name]) for name in FIELDS)
 
 
 def locate(hi: np.ndarray, lo: np.ndarray, ref_hi: np.ndarray, ref_lo: np.ndarray) -> np.ndarray:
