@@ -351,6 +351,25 @@ def _corrupt_index(e: Engine, plan: _Plan, detail: str, record: bytes | None = N
     return entry.first_bad(e.storage, _scanned_prefixes(plan), detail, record)
 
 
+# Up to this many rows, dedup sorts them all by id (a few numpy calls); above it,
+# it searches the blocks in one another (`_later_copies`), which scales better.
+_SORT_DEDUP_ROWS = 2048
+
+
+def _first_of_each_id(cols: Columns) -> np.ndarray:
+    """Mask keeping the first row of each id. Rows are in tier order, so this is the
+    dedup priority Pinned > Outcomes > FrameRelevant (the rows of one id hold the same
+    value: every index entry of a memory does). `np.lexsort` is stable, so copies of
+    an id end up side by side in row order, and every copy after the first goes."""
+    order = np.lexsort((cols["id_hi"], cols["id_lo"]))
+    lo, hi = cols["id_lo"][order], cols["id_hi"][order]
+    later_copy = np.zeros(len(order), dtype=bool)
+    later_copy[1:] = (lo[1:] == lo[:-1]) & (hi[1:] == hi[:-1])
+    keep = np.ones(len(order), dtype=bool)
+    keep[order[later_copy]] = False
+    return keep
+
+
 @dataclass(frozen=True, slots=True)
 class _Block:
     """The rows one scan gave (one tier, or one object's frame), in the order read;
@@ -361,12 +380,9 @@ class _Block:
 
 
 def _later_copies(blocks: list[_Block]) -> np.ndarray | None:
-    """Mask over the rows of all blocks (concatenated in order) keeping the first row
-    of each id, or None when no id is in two blocks. Blocks are in tier order, so this
-    is the dedup priority Pinned > Outcomes > FrameRelevant (every index entry of a
-    memory holds the same value, so which copy stays does not change the row). A
-    block holds an id once (its keys end with the id), so only ids already in an
-    earlier block go; each pair of blocks is compared by binary search in whichever
+    """`_first_of_each_id` of the blocks' rows concatenated in order, or None when no
+    id is in two blocks. A block holds an id once (its keys end with the id), so
+    only ids already in an earlier block go; each pair of blocks is compared by binary search in whichever
     of the two is ordered by id, the smaller side searched for."""
     drop = [np.zeros(len(b.cols), dtype=bool) for b in blocks]
     for j, later in enumerate(blocks):
@@ -517,9 +533,10 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     keep = _live(cols, plan.now)
     if scope is not None:
         keep &= scope.mask(e.storage, cols["id_hi"], cols["id_lo"], cols["type"])
-    first = _later_copies(blocks) if len(blocks) > 1 else None
-    if first is not None:
-        keep &= first
+    if len(blocks) > 1:
+        first = _first_of_each_id(cols) if len(cols) <= _SORT_DEDUP_ROWS else _later_copies(blocks)
+        if first is not None:
+            keep &= first
     superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0
     stale = _Stale.empty()
     if not plan.include_superseded and superseded.any():

@@ -104,21 +104,30 @@ def _design_trim(b: cortex.Bundle, reachable_size: int = 64) -> tuple[list[str],
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), ranking=st.sampled_from([(1, 2), (3, 5), (2, 64), (16, 3), (256, 64)]))
-def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path_factory, seed, ranking):
+@given(seed=st.integers(0, 2**32 - 1), ranking=st.sampled_from([(1, 2), (3, 5), (2, 64), (16, 3), (256, 64)]),
+       sort_dedup_rows=st.sampled_from([0, 2048]))
+def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path_factory, seed, ranking, sort_dedup_rows):
     rng = random.Random(seed)
     # Rank few rows first and (in some examples) keep a short reachable list, so that
     # small stores take every path of the trim: widening the ranking, and stopping
-    # with rows left unranked.
-    saved = context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS
-    context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS = ranking
+    # with rows left unranked; and dedup by search between blocks as hot objects do.
+    saved = context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS
+    context_module.MAX_REACHABLE_URIS = ranking[1]
     try:
-        _check_against_full_scan(tmp_path_factory, rng, ranking[1])
+        _check_against_full_scan(tmp_path_factory, rng, ranking[0], sort_dedup_rows)
     finally:
-        context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS = saved
+        context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS = saved
 
 
-def _check_against_full_scan(tmp_path_factory, rng: random.Random, reachable_size: int) -> None:
+def _fast_paths(on: bool, first_ranked: int = 0, sort_dedup_rows: int = 0) -> None:
+    """Set the composer's fast paths: a partial ranking and dedup by search, or (off)
+    a ranking of every row and dedup by one sort."""
+    context_module._FIRST_RANKED = first_ranked if on else 1 << 40
+    context_module._SORT_DEDUP_ROWS = sort_dedup_rows if on else 1 << 40
+
+
+def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked: int, sort_dedup_rows: int) -> None:
+    reachable_size = context_module.MAX_REACHABLE_URIS
     clock = FakeClock()
     with open_store(tmp_path_factory.mktemp("hot") / "s", clock) as c:
         uris: list[str] = []
@@ -129,8 +138,10 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, reachable_siz
             for _ in range(6):
                 query = _query(rng)
                 engine.hot = cache
+                _fast_paths(True, first_ranked, sort_dedup_rows)
                 cached = c.context(**query)
                 engine.hot = None
+                _fast_paths(False)
                 scanned = c.context(**query)
                 assert _everything(cached) == _everything(scanned), query
                 survivors, reachable, total = _design_trim(scanned, reachable_size)
