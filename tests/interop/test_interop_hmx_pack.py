@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from interop_helpers import GPU, NOW, Clock, open_store, populate, validate
 
 import cortex
@@ -423,3 +425,44 @@ def test_a_bad_edges_argument_is_refused(store, edges, field, rule):
     with pytest.raises(cortex.ValidationError) as info:
         hmx_pack.build(store.context(**ASK), edges=edges)
     assert (info.value.field, info.value.rule) == (field, rule)
+
+
+EDGE_TYPES = ["supersedes", "contradicts", "derived_from", "corroborates", "references"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    importance=st.lists(st.integers(0, 10), min_size=2, max_size=10),
+    links=st.lists(st.tuples(st.integers(0, 9), st.sampled_from(EDGE_TYPES), st.integers(0, 9)), max_size=15),
+    budget=st.integers(1, 300),
+    include_superseded=st.booleans(),
+)
+def test_any_store_with_edges_gives_a_pack_within_every_rule(tmp_path_factory, importance, links, budget, include_superseded):
+    with cortex.open(tmp_path_factory.mktemp("p"), actor="a", clock=Clock()) as c:
+        uris = c.write_many([cortex.Write(cortex.Fact(statement=f"offer {i} at {v}.00 USD/h", subject="acme", predicate="price"),
+                                          frames=[GPU], importance=v) for i, v in enumerate(importance)])
+        for src, edge_type, dst in links:
+            if src < len(uris) and dst < len(uris) and src != dst:
+                try:
+                    c.link(uris[src], edge_type, uris[dst])
+                except cortex.SupersedesCycle:
+                    pass
+        bundle = c.context(**ASK, budget_tokens=budget, include_superseded=include_superseded)
+        pack = hmx_pack.build(bundle, "q", edges=hmx_pack.edges_among(c, bundle))
+        again = hmx_pack.build(bundle, "q", edges=hmx_pack.edges_among(c, bundle))
+    check_invariants(pack, bundle)
+    assert canonical_json(pack) == canonical_json(again)
+    memories = {id_of(e["source_id"]): e for e in pack["entries"] if e["source_type"] != "relation"}
+    relations = [e for e in pack["entries"] if e["source_type"] == "relation"]
+    for r in relations:  # both ends are memory entries of this pack
+        src, edge_type, dst = r["source_id"].removeprefix("edge:").split("/")
+        assert r["content"] == f"{memories[src]['source_id']} {edge_type} {memories[dst]['source_id']}"
+        assert r["relevance_score"] <= min(memories[src]["relevance_score"], memories[dst]["relevance_score"])
+    superseded = {id_of(d["source_id"]) for d in pack["dropped_entries"] if d["drop_reason"] == "superseded"}
+    assert superseded == set(bundle.superseded_ids) or len(pack["dropped_entries"]) == 100
+    assert not superseded & set(memories)
+    if include_superseded:
+        assert not bundle.superseded_ids
+    relation_drops = sum(d["source_type"] == "relation" for d in pack["dropped_entries"])
+    pack_drops = len(bundle.memories()) - len(memories)
+    assert pack["token_budget"]["dropped_count"] == bundle.trimmed + pack_drops + len(bundle.superseded_ids) + relation_drops
