@@ -372,29 +372,62 @@ def _first_of_each_id(cols: Columns) -> np.ndarray:
 
 @dataclass(frozen=True, slots=True)
 class _Block:
-    """The rows one scan gave (one tier, or one object's frame), in the order read;
-    `by_id` when that order is by id (a prefix scan: the id ends the key)."""
+    """The rows one scan gave (one tier, or one object's frame), in the order read:
+    raw index values, or columns from the hot-frame cache. `by_id` when that order
+    is by id (a prefix scan: the id ends the key)."""
 
-    cols: Columns
+    rows: list[bytes] | Columns
     by_id: bool
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def _joined(blocks: list[_Block]) -> tuple[Columns, list[_Block]]:
+    """All blocks' rows as one set of columns, in block order (new arrays: never a
+    cached block's own), and the blocks as column views of it. Consecutive raw
+    blocks are decoded together: a call on cold objects decodes once."""
+    parts: list[Columns] = []
+    raw: list[bytes] = []
+    for block in blocks:
+        if isinstance(block.rows, Columns):
+            if raw:
+                parts.append(_decode(raw))
+                raw = []
+            parts.append(block.rows)
+        else:
+            raw += block.rows
+    if raw or not parts:
+        parts.append(_decode(raw))
+    cols = parts[0] if len(parts) == 1 and not any(isinstance(b.rows, Columns) for b in blocks) else Columns.concat(parts)
+    views, at = [], 0
+    for block in blocks:
+        views.append(_Block(cols.slice(at, at + len(block)), block.by_id))
+        at += len(block)
+    return cols, views
 
 
 def _later_copies(blocks: list[_Block]) -> np.ndarray | None:
-    """`_first_of_each_id` of the blocks' rows concatenated in order, or None when no
-    id is in two blocks. A block holds an id once (its keys end with the id), so
-    only ids already in an earlier block go; each pair of blocks is compared by binary search in whichever
-    of the two is ordered by id, the smaller side searched for."""
-    drop = [np.zeros(len(b.cols), dtype=bool) for b in blocks]
+    """`_first_of_each_id` of the blocks' rows (columns) concatenated in order, or
+    None when no id is in two blocks. A block holds an id once (its keys end with
+    the id), so only ids already in an earlier block go; each pair of blocks is
+    compared by binary search in whichever of the two is ordered by id, the smaller
+    side searched for."""
+    cols = [b.rows for b in blocks]
+    assert all(isinstance(c, Columns) for c in cols)
+    drop = [np.zeros(len(b), dtype=bool) for b in blocks]
     for j, later in enumerate(blocks):
-        for earlier in blocks[:j]:
-            if not len(later.cols) or not len(earlier.cols):
+        for i, earlier in enumerate(blocks[:j]):
+            a, b = cols[i], cols[j]
+            assert isinstance(a, Columns) and isinstance(b, Columns)
+            if not len(a) or not len(b):
                 continue
-            if later.by_id and (len(earlier.cols) < len(later.cols) or not earlier.by_id):
-                rows = hot.locate(earlier.cols["id_hi"], earlier.cols["id_lo"], later.cols["id_hi"], later.cols["id_lo"])
+            if later.by_id and (len(a) < len(b) or not earlier.by_id):
+                rows = hot.locate(a["id_hi"], a["id_lo"], b["id_hi"], b["id_lo"])
                 drop[j][rows[rows >= 0]] = True
             else:
-                ref = earlier.cols if earlier.by_id else earlier.cols.take(np.lexsort((earlier.cols["id_lo"], earlier.cols["id_hi"])))
-                drop[j] |= hot.locate(later.cols["id_hi"], later.cols["id_lo"], ref["id_hi"], ref["id_lo"]) >= 0
+                ref = a if earlier.by_id else a.take(np.lexsort((a["id_lo"], a["id_hi"])))
+                drop[j] |= hot.locate(b["id_hi"], b["id_lo"], ref["id_hi"], ref["id_lo"]) >= 0
     if not any(d.any() for d in drop):
         return None
     keep: np.ndarray = ~np.concatenate(drop)
@@ -405,13 +438,13 @@ def _pinned(e: Engine) -> _Block:
     """Every `idx/pinned` entry."""
     values = e.storage.scan_values(pinned.PREFIX, pinned.key_of)
     e.index_entries_read += len(values)
-    return _Block(_decode(values), by_id=True)
+    return _Block(values, by_id=True)
 
 
 def _outcomes(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evaluator | None) -> _Block:
     """The `outcome_limit` newest live Events under (verb, ref) of any object that are
     not pinned and are in scope (ties: id ascending), newest first."""
-    return _Block(_decode(_outcome_values(e, plan, pinned_ids, scope)), by_id=False)
+    return _Block(_outcome_values(e, plan, pinned_ids, scope), by_id=False)
 
 
 def _outcome_values(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evaluator | None) -> list[bytes]:
@@ -455,13 +488,18 @@ def _frame_relevant(e: Engine, plan: _Plan) -> list[_Block]:
     for kind, ref in plan.objects:
         prefix = frame.prefix(plan.verb, kind, ref)
         cached = None if e.hot is None else e.hot.lookup(prefix)
-        if cached is None:
-            values = e.storage.scan_values(prefix, frame.key_of(prefix))
-            e.index_entries_read += len(values)
-            cached = _decode(values)
-            if e.hot is not None and not entry.unsound(cached):
-                e.hot.store(prefix, cached)
-        blocks.append(_Block(cached, by_id=True))
+        if cached is not None:
+            blocks.append(_Block(cached, by_id=True))
+            continue
+        values = e.storage.scan_values(prefix, frame.key_of(prefix))
+        e.index_entries_read += len(values)
+        if e.hot is not None and len(values) >= e.hot.min_rows:
+            decoded = _decode(values)
+            if not entry.unsound(decoded):
+                e.hot.store(prefix, decoded)
+                blocks.append(_Block(decoded, by_id=True))
+                continue
+        blocks.append(_Block(values, by_id=True))
     return blocks
 
 
@@ -517,14 +555,14 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
             if tier is Tier.PINNED:
                 found = [_pinned(e)]
             elif tier is Tier.OUTCOMES:
-                found = [_outcomes(e, plan, {i for b in blocks for i in b.cols.ids()}, scope)]
+                found = [_outcomes(e, plan, {value[:16] for b in blocks if isinstance(b.rows, list) for value in b.rows}, scope)]
             else:
                 found = _frame_relevant(e, plan)
             blocks += found
-            counts.append(sum(len(b.cols) for b in found))
+            counts.append(sum(len(b) for b in found))
+        cols, blocks = _joined(blocks)
     except (ValueError, struct.error) as exc:  # a value of the wrong size
         raise _corrupt_index(e, plan, str(exc)) from None
-    cols = Columns.concat([b.cols for b in blocks])  # new arrays: never a cached block's own
     if entry.unsound(cols):
         raise _corrupt_index(e, plan, "type or version out of range")
     if journal_at is not None and len(cols) and int(cols["created"].max()) > journal_at:

@@ -112,6 +112,10 @@ class Columns:
         names = tuple(parts[0].data)
         return Columns({name: np.concatenate([part.data[name] for part in parts]) for name in names})
 
+    def slice(self, start: int, stop: int) -> Columns:
+        """Rows start..stop as views (no copy)."""
+        return Columns({name: column[start:stop] for name, column in self.data.items()})
+
     def take(self, selector: np.ndarray) -> Columns:
         """The rows a boolean mask or an index array selects."""
         return Columns({name: column[selector] for name, column in self.data.items()})
