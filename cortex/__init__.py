@@ -10,7 +10,7 @@ Everything not in `__all__` is private and may change.
 """
 
 from .context import Bundle, ContextOpts
-from .edges import Edge
+from .model import Edge
 from .facade import Cortex, migrate, open, store_actor
 from .writes import Write
 from .errors import *  # noqa: F403 - every error class is public

@@ -59,6 +59,7 @@ from cortex import (
     Preference,
     Write,
 )
+from cortex.interop import hmx_pack
 from cortex.interop.memory_json import memory_from_json
 
 from .bench.progress import progress
@@ -398,6 +399,7 @@ class _PackArgs:
 
     intent: str | None
     query_context: str | None
+    edges: tuple[cortex.Edge, ...] = ()  # between the bundle's memories (for --format hmx)
 
 
 def _contextpack(bundle: cortex.Bundle, args: _PackArgs) -> str:
@@ -409,7 +411,7 @@ def _contextpack(bundle: cortex.Bundle, args: _PackArgs) -> str:
 CONTEXT_FORMATS: dict[str, Callable[[cortex.Bundle, _PackArgs], str]] = {
     "markdown": lambda b, a: b.to_markdown(),
     "json": lambda b, a: b.to_json() + "\n",
-    "hmx": lambda b, a: json.dumps(b.to_hmx_pack(query_context=a.query_context), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+    "hmx": lambda b, a: json.dumps(b.to_hmx_pack(query_context=a.query_context, edges=a.edges), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
     "ledger": lambda b, a: json.dumps(b.ledger(), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
     "contextpack": _contextpack,
 }
@@ -477,7 +479,8 @@ def context(store: str, verb: str | None, objects: tuple[str, ...], budget: int,
         options["include_tiers"] = list(tiers)
     with _open(store, actor) as c:
         bundle = c.context(**options)
-    click.echo(CONTEXT_FORMATS[fmt](bundle, _PackArgs(intent, query_context)), nl=False)
+        edges = tuple(hmx_pack.edges_among(c, bundle)) if fmt == "hmx" else ()
+    click.echo(CONTEXT_FORMATS[fmt](bundle, _PackArgs(intent, query_context, edges)), nl=False)
     return 0
 
 

@@ -52,7 +52,8 @@ from .ids import encode_id, format_uri
 from .index import actor_obj, edge, entry, frame, hot, pinned
 from .index.entry import Columns
 from .memory import Memory
-from .model import MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, from_micros, json_value, to_micros
+
+from .model import Edge, MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, from_micros, json_value, to_micros
 from .salience.score import DEFAULT_WEIGHTS, Weights, live_scores
 from .records import FLAG_CONTRADICTED, FLAG_SUPERSEDED, IV_FLAGS, head_key
 
@@ -276,11 +277,14 @@ class Bundle:
 
     # The exports (DESIGN §9) are built by the interop formats, which read the bundle.
 
-    def to_hmx_pack(self, query_context: str | Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """This bundle as an HMX-1.0 Context Pack (`cortex.interop.hmx_pack`)."""
+    def to_hmx_pack(self, query_context: str | Mapping[str, Any] | None = None, *, edges: Iterable[Edge] = ()) -> dict[str, Any]:
+        """This bundle as an HMX-1.0 Context Pack (`cortex.interop.hmx_pack`). `edges`:
+        the edges between its memories, for the pack's graph_relations section (for
+        example `[e for m in bundle.memories() for e in store.edges(m.uri)]`; edges
+        to memories outside the pack are ignored)."""
         from .interop import hmx_pack
 
-        return hmx_pack.build(self, query_context)
+        return hmx_pack.build(self, query_context, edges=edges)
 
     def to_context_pack(self, intent: str) -> dict[str, Any]:
         """This bundle as a SecondBrain ContextPackV2 (`cortex.interop.context_pack`)."""

@@ -51,25 +51,12 @@ from .errors import NotFound, SelfEdge, SupersedesCycle, ValidationError, shown
 from .ids import decode_id, encode_id, parse_uri
 from .index.edge import SUPERSEDES, NOTHING_PENDING, Pending, Triple, flags_of, is_live, scan_in, scan_out
 from .journal import EDGE_KINDS, append, fold_edge
-from .model import EdgeType, check_number, check_text, from_micros, to_micros
+from .model import Edge, EdgeType, check_number, check_text, from_micros, to_micros
 from .records import JOURNAL_PREFIX, EdgeRecord, Entry, Head, JournalHead, head_key, split_journal_value
 
 DIRECTIONS = ("out", "in", "both")
 MAX_REASON_BYTES = 1024
 BATCH_KEYS = 20_000
-
-
-@dataclass(frozen=True, slots=True)
-class Edge:
-    """One edge: `src` and `dst` are memory ids (26 characters), `created_at` when
-    it was (last) linked, `tombstoned` whether it has been unlinked since."""
-
-    src: str
-    type: EdgeType
-    dst: str
-    weight: float
-    created_at: datetime
-    tombstoned: bool
 
 
 def _edge(triple: Triple, record: EdgeRecord) -> Edge:

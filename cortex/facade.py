@@ -24,7 +24,7 @@ from .interop.migrate import Migration
 from .engine import Engine, Options, stored_actor, system_clock
 from .errors import ValidationError
 from .memory import Memory
-from .edges import Edge
+from .model import Edge
 from .model import EdgeType, Frame, MemoryData
 from .salience.score import Score, Weights
 from .scope import Scope, SignedScope

@@ -154,6 +154,19 @@ class EdgeType(enum.IntEnum):
         return _parse_member(cls, value, field_name, InvalidEdgeType, "edge type")
 
 
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """One edge: `src` and `dst` are memory ids (26 characters), `created_at` when
+    it was (last) linked, `tombstoned` whether it has been unlinked since."""
+
+    src: str
+    type: EdgeType
+    dst: str
+    weight: float
+    created_at: datetime
+    tombstoned: bool
+
+
 class Tier(enum.Enum):
     PINNED = "pinned"
     OUTCOMES = "outcomes"

@@ -293,6 +293,23 @@ def test_context_interop_formats(small, capsys):
     assert hmx == json.loads(json.dumps(bundle.to_hmx_pack(query_context="gpu lease")))
 
 
+def test_context_as_hmx_carries_the_edges_between_its_memories(tmp_path, capsys):
+    store = str(tmp_path / "store")
+    gpu = [cortex.Frame("acquire", "service", "gpu")]
+    with cortex.open(store, actor=ACTOR) as c:
+        a = c.write(cortex.Fact(statement="A100 costs $2/h", subject="gpu", predicate="price"), frames=gpu)
+        b = c.write(cortex.Fact(statement="A100 costs $3/h", subject="gpu", predicate="price"), frames=gpu)
+        c.link(a, "contradicts", b)
+        bundle = c.context(verb="acquire", objects={"service": "gpu"}, now=datetime(2026, 1, 1, tzinfo=timezone.utc))
+        edges = [e for m in bundle.memories() for e in c.edges(m.uri)]
+    expected = bundle.to_hmx_pack(query_context="gpu", edges=edges)
+    relations = [entry for entry in expected["entries"] if entry["section"] == "graph_relations"]
+    assert [r["content"] for r in relations] == [f"{a} contradicts {b}"]
+    out = cli_run(capsys, "context", store, "--verb", "acquire", "--object", "service=gpu", "--now", "2026-01-01T00:00:00+00:00",
+                  "--format", "hmx", "--query-context", "gpu")[1]
+    assert json.loads(out) == json.loads(json.dumps(expected))
+
+
 def test_write_reads_one_object_a_list_or_json_lines(tmp_path, capsys):
     store = str(tmp_path / "store")
     assert cli_run(capsys, "init", store, "--actor", ACTOR)[0] == 0

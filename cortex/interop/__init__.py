@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ..edges import Edge
+    from ..model import Edge
     from ..memory import Memory
     from ..model import EdgeType
     from ..writes import Write

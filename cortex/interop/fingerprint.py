@@ -92,7 +92,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ..edges import Edge
+from ..model import Edge
 from ..errors import FingerprintIntegrityError, ValidationError
 from ..memory import Memory
 from ..model import Belief, Constraint, Event, Frame, ObjKind, Pattern, Preference

@@ -91,7 +91,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..edges import Edge
+from ..model import Edge
 from ..errors import ValidationError
 from ..forms import DEFAULT_ENCODING, Tokenizer
 from ..memory import Memory
