@@ -598,12 +598,13 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
 
     # Read and render the survivors only: one multi-get of their heads.
     keep = trim.survivors
-    keys = [head_key(raw_id) for raw_id in cols.take(keep).ids()]
+    chosen = cols.take(keep)
+    keys = [head_key(raw_id) for raw_id in chosen.ids()]
     memories: dict[int, list[tuple[tuple[Any, ...], Memory]]] = {0: [], 1: [], 2: []}
     rendered: dict[str, str] = {}
     outcome_tier = _TIER_ORDER.index(Tier.OUTCOMES)
     for key, raw, tier, score, created, version in zip(
-        keys, e.storage.multi_get(keys), tiers[keep].tolist(), scores[keep].tolist(), cols["created"][keep].tolist(), cols["version"][keep].tolist()
+        keys, e.storage.multi_get(keys), tiers[keep].tolist(), scores[keep].tolist(), chosen["created"].tolist(), chosen["version"].tolist()
     ):
         memory = None if raw is None else e.views.view(key, raw)
         if memory is None or memory.version != version:

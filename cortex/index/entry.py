@@ -87,38 +87,59 @@ class Columns:
 
     Filtering a 63-byte structured array copies every row (about 60 ns a row);
     filtering columns copies only the fields in use, so the context() path decodes
-    once into columns and works on those.
+    once into columns and works on those. `take()` copies nothing at first: it keeps
+    the row indexes, and a column is gathered the first time it is read (a hot call
+    filters tens of thousands of rows, then reads a few columns of them).
     """
 
-    __slots__ = ("data",)
+    __slots__ = ("_base", "_rows", "_got")
 
-    def __init__(self, data: dict[str, np.ndarray]) -> None:
-        self.data = data
+    def __init__(self, data: dict[str, np.ndarray], rows: np.ndarray | None = None) -> None:
+        self._base = data
+        self._rows = rows  # indexes into the base columns, or None for all of them
+        self._got: dict[str, np.ndarray] = data if rows is None else {}
 
     @staticmethod
     def decode(values: list[bytes], names: tuple[str, ...]) -> Columns:
         rows = decode_many(values)
         return Columns({name: rows[name].astype(rows.dtype[name].newbyteorder("=")) for name in names})
 
+    @property
+    def data(self) -> dict[str, np.ndarray]:
+        """Every column, gathered."""
+        for name in self._base:
+            self[name]
+        return self._got
+
+    def materialized(self) -> Columns:
+        """The same rows in arrays of their own (what may be changed in place)."""
+        return self if self._rows is None else Columns(dict(self.data))
+
     def __len__(self) -> int:
-        return len(self.data["id_hi"])
+        return len(self._base["id_hi"]) if self._rows is None else len(self._rows)
 
     def __getitem__(self, name: str) -> np.ndarray:
-        return self.data[name]
+        got = self._got.get(name)
+        if got is None:
+            got = self._got[name] = self._base[name][self._rows]
+        return got
 
     @staticmethod
     def concat(parts: list[Columns]) -> Columns:
         """The rows of every part, in order, in new arrays (never a part's own)."""
-        names = tuple(parts[0].data)
-        return Columns({name: np.concatenate([part.data[name] for part in parts]) for name in names})
+        names = tuple(parts[0]._base)
+        return Columns({name: np.concatenate([part[name] for part in parts]) for name in names})
 
     def slice(self, start: int, stop: int) -> Columns:
-        """Rows start..stop as views (no copy)."""
-        return Columns({name: column[start:stop] for name, column in self.data.items()})
+        """Rows start..stop (views of the base columns when nothing was taken)."""
+        if self._rows is None:
+            return Columns({name: column[start:stop] for name, column in self._base.items()})
+        return Columns(self._base, self._rows[start:stop])
 
     def take(self, selector: np.ndarray) -> Columns:
         """The rows a boolean mask or an index array selects."""
-        return Columns({name: column[selector] for name, column in self.data.items()})
+        picked = np.flatnonzero(selector) if selector.dtype == bool else selector
+        return Columns(self._base, picked if self._rows is None else self._rows[picked])
 
     def ids(self) -> list[bytes]:
         return ids_of(self)  # type: ignore[arg-type]

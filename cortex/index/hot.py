@@ -82,7 +82,7 @@ class HotFrames:
             self._entries.move_to_end(prefix)
             if cached.pending:
                 before = len(cached.cols)
-                cached.cols = _applied(cached.cols, cached.pending)
+                cached.cols = _applied(cached.cols, cached.pending).materialized()
                 cached.pending = {}
                 self._rows += len(cached.cols) - before
                 self._evict()
@@ -96,7 +96,7 @@ class HotFrames:
         with self._lock:
             old = self._entries.pop(prefix, None)
             self._rows -= 0 if old is None else len(old.cols)
-            self._entries[prefix] = _Entry(cols)
+            self._entries[prefix] = _Entry(cols.materialized())
             self._rows += len(cols)
             self._evict()
 
