@@ -38,7 +38,7 @@ from .entry import DTYPE, Columns
 # A prefix smaller than this is scanned on each call (a few hundred entries cost
 # less than a tenth of a millisecond); larger ones are cached.
 MIN_ROWS = 512
-# About 80 bytes a row: 1M rows are about 80 MB.
+# A row is 63 bytes (the fields of an index value, native-endian): 1M rows are 63 MB.
 MAX_ROWS = 1_000_000
 
 # A frame key is its prefix (namespace, verb, kind, 16-byte ref hash) and an id.
