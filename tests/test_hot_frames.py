@@ -242,3 +242,44 @@ def test_verify_compares_the_cache_with_the_stored_entries(tmp_path):
         cols["importance"][0] += 1  # what a cache that missed a write would hold
         shown = "idx/frame/" + prefix[len(b"idx/frame/"):].hex()
         assert c.verify() == [f"{shown}: this handle's cache of the entries under it differs from the stored entries"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(scores=st.lists(st.sampled_from([0.1, 0.25, 0.5, 0.5000000000000001, 0.7, 0.9]) | st.floats(0, 1), min_size=1, max_size=3000),
+       m=st.integers(1, 400), seed=st.integers(0, 2**32 - 1))
+def test_the_partial_ranking_is_the_head_of_the_full_ranking(scores, m, seed):
+    """`_top` (a sampled cutoff, checked, else a partition) gives exactly the first `m`
+    rows of the full (score, id) ranking, ties included, whatever the scores."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    s = np.array(scores, dtype=np.float64)
+    hi = rng.integers(0, 4, len(s)).astype(np.uint64)  # few distinct: ties on hi too
+    lo = rng.permutation(len(s)).astype(np.uint64)
+    full = context_module._ranking(s, hi, lo)
+    assert context_module._top(s, hi, lo, m).tolist() == full[:m].tolist()
+
+
+@settings(max_examples=50, deadline=None)
+@given(counts=st.lists(st.integers(0, 5000), min_size=1, max_size=200), offset=st.integers(0, 7))
+def test_the_count_share_table_agrees_with_the_formula_to_the_bit(counts, offset):
+    import numpy as np
+
+    from cortex.salience import score
+
+    values = np.array([0] * offset + counts, dtype=np.uint32)[offset:]  # any alignment
+    assert score._count_share(values).tobytes() == score._count_share_of(values).tobytes()
+    assert score._count_share(np.arange(5000, dtype=np.uint32)).tobytes() == score._count_share_of(np.arange(5000, dtype=np.uint32)).tobytes()
+
+
+def test_the_partial_ranking_checks_its_sampled_cutoff():
+    """Scores that only the sampled rows hold high: the sample's cutoff admits fewer
+    rows than asked for, and the ranking must fall back to an exact partition."""
+    import numpy as np
+
+    for n, m in ((3000, 100), (60000, 256), (5000, 7)):
+        step = max(1, n // (8 * m))
+        s = np.zeros(n)
+        s[::step] = np.linspace(0.5, 1.0, len(s[::step]))
+        hi, lo = np.zeros(n, dtype=np.uint64), np.arange(n, dtype=np.uint64)
+        assert context_module._top(s, hi, lo, m).tolist() == context_module._ranking(s, hi, lo)[:m].tolist()

@@ -168,10 +168,30 @@ def components(last_used: np.ndarray, access: np.ndarray, citations: np.ndarray,
     """The (R, A, C, D) profile of many memories at `now` (microseconds)."""
     age = np.maximum(0, now - last_used.astype(np.int64)).astype(np.float64)
     r = np.exp(-age / RECENCY_SCALE_US)
-    a = np.minimum(1.0, np.log1p(access.astype(np.float64)) / _LOG_1001)
-    c = np.minimum(1.0, np.log1p(citations.astype(np.float64)) / _LOG_1001)
+    a = _count_share(access)
+    c = _count_share(citations)
     d = importance.astype(np.float64) / 10.0
     return r, a, c, d
+
+
+def _count_share_of(counts: np.ndarray) -> np.ndarray:
+    """min(1, ln(1 + n) / ln(1001)) of each count: the A and C components."""
+    share: np.ndarray = np.minimum(1.0, np.log1p(counts.astype(np.float64)) / _LOG_1001)
+    return share
+
+
+# The same function, computed once for the counts almost every memory has: a hot
+# call scores tens of thousands of memories, and two logarithms each were a third
+# of its scoring time. The table holds what `_count_share_of` gives for each count,
+# so a lookup and the computation agree to the bit (a test holds them to it).
+_SHARE_TABLE = _count_share_of(np.arange(4096))
+
+
+def _count_share(counts: np.ndarray) -> np.ndarray:
+    if len(counts) and int(counts.max()) < len(_SHARE_TABLE):
+        looked_up: np.ndarray = _SHARE_TABLE[counts]
+        return looked_up
+    return _count_share_of(counts)
 
 
 def live_scores(
