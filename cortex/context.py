@@ -724,43 +724,53 @@ def _texts(raw_ids: list[bytes]) -> list[str]:
 
 class _Stale:
     """The superseded memories a call left out, in id order, with the score and
-    token count each would have had as a candidate (computed on first access)."""
+    token count each would have had as a candidate (all computed on first access:
+    a hot object can hold thousands of them)."""
 
     def __init__(self, cols: Columns | None, tiers: np.ndarray | None, plan: _Plan | None, weights: Weights) -> None:
-        self._cols, self._plan, self._weights = cols, plan, weights
-        if cols is not None and tiers is not None:
-            order = np.lexsort((cols["id_lo"], cols["id_hi"]))
-            self._cols, self._tiers = cols.take(order), tiers[order]
+        self._rows, self._tiers, self._plan, self._weights = cols, tiers, plan, weights
+        self._sorted: tuple[Columns, np.ndarray] | None = None
 
     @staticmethod
     def empty() -> _Stale:
         return _Stale(None, None, None, DEFAULT_WEIGHTS)
 
     def __len__(self) -> int:
-        return 0 if self._cols is None else len(self._cols)
+        return 0 if self._rows is None else len(self._rows)
+
+    def _in_id_order(self) -> tuple[Columns, np.ndarray] | None:
+        if self._sorted is None and self._rows is not None and self._tiers is not None:
+            order = np.lexsort((self._rows["id_lo"], self._rows["id_hi"]))
+            self._sorted = self._rows.take(order), self._tiers[order]
+        return self._sorted
 
     def ids(self) -> list[bytes]:
-        return [] if self._cols is None else self._cols.ids()
+        got = self._in_id_order()
+        return [] if got is None else got[0].ids()
 
     def uris(self) -> list[str]:
-        if self._cols is None:
+        got = self._in_id_order()
+        if got is None:
             return []
-        return [_uri(t, raw_id, v) for t, raw_id, v in zip(self._cols["type"].tolist(), self.ids(), self._cols["version"].tolist())]
+        cols = got[0]
+        return [_uri(t, raw_id, v) for t, raw_id, v in zip(cols["type"].tolist(), cols.ids(), cols["version"].tolist())]
 
     def scores(self) -> list[float]:
-        if self._cols is None or self._plan is None:
+        got = self._in_id_order()
+        if got is None or self._plan is None:
             return []
-        c = self._cols
-        pinned_tier = self._tiers == _TIER_ORDER.index(Tier.PINNED)
+        c, tiers = got
         scores: list[float] = live_scores(
-            c["last_used"], c["access"], c["citations"], c["importance"], pinned_tier, self._plan.now, self._weights
+            c["last_used"], c["access"], c["citations"], c["importance"], tiers == _TIER_ORDER.index(Tier.PINNED),
+            self._plan.now, self._weights,
         ).tolist()
         return scores
 
     def tokens(self) -> list[int]:
-        if self._cols is None or self._plan is None:
+        got = self._in_id_order()
+        if got is None or self._plan is None:
             return []
-        tokens: list[int] = self._cols[entry.TOKEN_FIELDS[self._plan.form]].astype(np.int64).tolist()
+        tokens: list[int] = got[0][entry.TOKEN_FIELDS[self._plan.form]].astype(np.int64).tolist()
         return tokens
 
 
