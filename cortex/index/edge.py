@@ -212,11 +212,12 @@ def flag_problem(want: bytes, have: bytes) -> str | None:
 
 def conflicts(kv: Storage, ids: list[bytes]) -> list[tuple[bytes, bytes]]:
     """The pairs (a, b), a < b, of `ids` linked by a live `contradicts` edge (either
-    way), sorted. Reads only the edges of `ids` (callers pass the flagged ones)."""
+    way), sorted. Reads only the outgoing `contradicts` edges of `ids` (callers pass
+    the flagged ones): both ends of a pair are among them, so its source's scan finds
+    it, and the incoming side need not be read."""
     among = set(ids)
     pairs: set[tuple[bytes, bytes]] = set()
     for raw_id in among:
         others = [dst for (_, _, dst), record in scan_out(kv, raw_id, CONTRADICTS) if record.live]
-        others += [src for (src, _, _), record in scan_in(kv, raw_id, CONTRADICTS) if record.live]
         pairs.update((min(raw_id, other), max(raw_id, other)) for other in others if other in among)
     return sorted(pairs)
