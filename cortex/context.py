@@ -52,7 +52,6 @@ from .ids import encode_id, format_uri
 from .index import actor_obj, edge, entry, frame, hot, pinned
 from .index.entry import Columns
 from .memory import Memory
-
 from .model import Edge, MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, from_micros, json_value, to_micros
 from .salience.score import DEFAULT_WEIGHTS, Weights, live_scores
 from .records import FLAG_CONTRADICTED, FLAG_SUPERSEDED, IV_FLAGS, head_key
@@ -387,10 +386,10 @@ class _Block:
         return len(self.rows)
 
 
-def _joined(blocks: list[_Block]) -> tuple[Columns, list[_Block]]:
+def _joined(blocks: list[_Block]) -> tuple[Columns, list[tuple[Columns, bool]]]:
     """All blocks' rows as one set of columns, in block order (new arrays: never a
-    cached block's own), and the blocks as column views of it. Consecutive raw
-    blocks are decoded together: a call on cold objects decodes once."""
+    cached block's own), and each block as (its rows as views of them, by_id).
+    Consecutive raw blocks are decoded together: a call on cold objects decodes once."""
     parts: list[Columns] = []
     raw: list[bytes] = []
     for block in blocks:
@@ -406,31 +405,27 @@ def _joined(blocks: list[_Block]) -> tuple[Columns, list[_Block]]:
     cols = parts[0] if len(parts) == 1 and not any(isinstance(b.rows, Columns) for b in blocks) else Columns.concat(parts)
     views, at = [], 0
     for block in blocks:
-        views.append(_Block(cols.slice(at, at + len(block)), block.by_id))
+        views.append((cols.slice(at, at + len(block)), block.by_id))
         at += len(block)
     return cols, views
 
 
-def _later_copies(blocks: list[_Block]) -> np.ndarray | None:
-    """`_first_of_each_id` of the blocks' rows (columns) concatenated in order, or
-    None when no id is in two blocks. A block holds an id once (its keys end with
-    the id), so only ids already in an earlier block go; each pair of blocks is
-    compared by binary search in whichever of the two is ordered by id, the smaller
-    side searched for."""
-    cols = [b.rows for b in blocks]
-    assert all(isinstance(c, Columns) for c in cols)
-    drop = [np.zeros(len(b), dtype=bool) for b in blocks]
-    for j, later in enumerate(blocks):
-        for i, earlier in enumerate(blocks[:j]):
-            a, b = cols[i], cols[j]
-            assert isinstance(a, Columns) and isinstance(b, Columns)
+def _later_copies(blocks: list[tuple[Columns, bool]]) -> np.ndarray | None:
+    """`_first_of_each_id` of the blocks' rows concatenated in order, or None when no
+    id is in two blocks. Each block is (rows, by_id). A block holds an id once (its
+    keys end with the id), so only ids already in an earlier block go; each pair of
+    blocks is compared by binary search in whichever of the two is ordered by id,
+    the smaller side searched for."""
+    drop = [np.zeros(len(rows), dtype=bool) for rows, _ in blocks]
+    for j, (b, b_by_id) in enumerate(blocks):
+        for a, a_by_id in blocks[:j]:
             if not len(a) or not len(b):
                 continue
-            if later.by_id and (len(a) < len(b) or not earlier.by_id):
+            if b_by_id and (len(a) < len(b) or not a_by_id):
                 rows = hot.locate(a["id_hi"], a["id_lo"], b["id_hi"], b["id_lo"])
                 drop[j][rows[rows >= 0]] = True
             else:
-                ref = a if earlier.by_id else a.take(np.lexsort((a["id_lo"], a["id_hi"])))
+                ref = a if a_by_id else a.take(np.lexsort((a["id_lo"], a["id_hi"])))
                 drop[j] |= hot.locate(b["id_hi"], b["id_lo"], ref["id_hi"], ref["id_lo"]) >= 0
     if not any(d.any() for d in drop):
         return None
@@ -564,7 +559,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
                 found = _frame_relevant(e, plan)
             blocks += found
             counts.append(sum(len(b) for b in found))
-        cols, blocks = _joined(blocks)
+        cols, views = _joined(blocks)
     except (ValueError, struct.error) as exc:  # a value of the wrong size
         raise _corrupt_index(e, plan, str(exc)) from None
     if entry.unsound(cols):
@@ -575,8 +570,8 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     keep = _live(cols, plan.now)
     if scope is not None:
         keep &= scope.mask(e.storage, cols["id_hi"], cols["id_lo"], cols["type"])
-    if len(blocks) > 1:
-        first = _first_of_each_id(cols) if len(cols) <= _SORT_DEDUP_ROWS else _later_copies(blocks)
+    if len(views) > 1:
+        first = _first_of_each_id(cols) if len(cols) <= _SORT_DEDUP_ROWS else _later_copies(views)
         if first is not None:
             keep &= first
     superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0
