@@ -61,12 +61,10 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 import numpy as np
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from .errors import BudgetExceeded, CortexError, ScopeExpired, ScopeInvalid, ScopeRevoked, ValidationError, shown
 from .ids import decode_id, encode_id, parse_uri
@@ -106,6 +104,9 @@ from .records import (
     unpack,
 )
 from .storage import Storage
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 __all__ = ["Selector", "Scope", "SignedScope"]
 
@@ -437,8 +438,14 @@ def _iso(field_name: str, value: object) -> datetime:
 # Keys and signatures
 
 
+# cryptography is imported where a key or signature is handled, not with the module:
+# it costs ~10 ms of every cold process, and most processes never see a scope.
+
+
 def public_key_bytes(value: object, field_name: str = "public_key") -> bytes:
     """The raw 32 bytes of an Ed25519 public key given as an `Ed25519PublicKey` or raw."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     if isinstance(value, Ed25519PublicKey):
         return value.public_bytes_raw()
     if isinstance(value, (bytes, bytearray)) and len(value) == KEY_BYTES:
@@ -452,6 +459,8 @@ def public_key_bytes(value: object, field_name: str = "public_key") -> bytes:
 
 def private_key(value: object, field_name: str = "private_key") -> Ed25519PrivateKey:
     """An Ed25519 private key given as an `Ed25519PrivateKey` or its raw 32 bytes."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     if isinstance(value, Ed25519PrivateKey):
         return value
     if isinstance(value, (bytes, bytearray)) and len(value) == KEY_BYTES:
@@ -489,6 +498,9 @@ def signature_valid(public_key: bytes, digest: bytes, message: bytes, signature:
     key = (public_key, digest, signature)
     if key in _VERIFIED:
         return True
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
     except (InvalidSignature, ValueError):

@@ -76,21 +76,29 @@ def open_rocksdb(path: str, *, read_only: bool, cache_mb: int, sync: bool) -> Ro
     return RocksStorage(path, read_only=read_only, cache_bytes=cache_mb << 20, sync=sync)
 
 
-def _options(cache_bytes: int, create: bool) -> Options:
+def _options(cache: Cache, create: bool) -> Options:
     """The options that paid off (ROCKSDB-NOTES): raw mode, LZ4, a bloom filter, a
-    block cache sized to the working set."""
+    block cache sized to the working set.
+
+    Index and filter blocks live in the block cache too, read when a read first needs
+    them. Otherwise an open reads those blocks of every table file first: 265 ms of
+    the 290 ms a follower took to open a 10M-memory store (163 files), against 17 ms.
+    (Partitioned index and filters would make a file's first touch cheaper still,
+    but cost warm calls ~10%: 1M mix p50 1.50-1.63 ms against 1.30-1.47.)
+    """
     opts = Options(raw_mode=True)
     opts.create_if_missing(create)
     opts.set_compression_type(DBCompressionType.lz4())
     table = BlockBasedOptions()
     table.set_bloom_filter(10, False)
-    table.set_block_cache(Cache(cache_bytes))
+    table.set_block_cache(cache)
+    table.set_cache_index_and_filter_blocks(True)
     opts.set_block_based_table_factory(table)
     return opts
 
 
-def _open_db(path: str, cache_bytes: int, secondary: str | None) -> Rdict:
-    opts = _options(cache_bytes, create=secondary is None)
+def _open_db(path: str, cache: Cache, secondary: str | None) -> Rdict:
+    opts = _options(cache, create=secondary is None)
     if secondary is not None:
         opts.set_max_open_files(-1)  # required by secondary instances
         access = AccessType.secondary(secondary)
@@ -142,7 +150,10 @@ class RocksStorage:
         self.location = path
         self.read_only = read_only
         self.live_reads = False  # a follower's view moves only in catch_up()
-        self._cache_bytes = cache_bytes
+        # One block cache for every instance this handle opens: a follower's fresh
+        # secondary finds the blocks its predecessor read (RocksDB keys cached blocks
+        # by the table file's unique id, which a reopen does not change).
+        self._cache = Cache(cache_bytes)
         self._secondary: str | None = None
         self._files_seen: tuple[tuple[str, int, int], ...] = ()
         self._closed = False
@@ -151,7 +162,7 @@ class RocksStorage:
             self._files_seen = self._files_signature()
             self.db = self._open_secondary()
         else:
-            self.db = _open_db(path, cache_bytes, None)
+            self.db = _open_db(path, self._cache, None)
         self._write_opts = WriteOptions()
         self._write_opts.sync = sync
 
@@ -169,7 +180,7 @@ class RocksStorage:
     def _open_secondary(self) -> Rdict:
         folder = tempfile.mkdtemp(prefix=f"{_SECONDARY_PREFIX}{os.getpid()}-")
         try:
-            db = _open_db(self.location, self._cache_bytes, folder)
+            db = _open_db(self.location, self._cache, folder)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
