@@ -8,7 +8,7 @@ the fields it carries (`cortex.index.entries`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -82,6 +82,23 @@ def ids_of(rows: np.ndarray) -> list[bytes]:
     return [raw[i : i + 16] for i in range(0, len(raw), 16)]
 
 
+# A boolean take gathers by slices when its kept rows form at most this many runs.
+_MAX_RUNS = 16
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]] | None:
+    """The runs of True in `mask` as (start, stop) pairs, or None when there are more
+    than `_MAX_RUNS` of them (or none at all)."""
+    if not len(mask):
+        return None
+    edges = np.flatnonzero(mask[1:] != mask[:-1]) + 1
+    if len(edges) > 2 * _MAX_RUNS:
+        return None
+    bounds = [0, *edges.tolist(), len(mask)]
+    runs = [(start, stop) for start, stop in zip(bounds, bounds[1:]) if mask[start]]
+    return runs if runs else None
+
+
 class Columns:
     """Decoded index values as native-endian column arrays.
 
@@ -90,14 +107,20 @@ class Columns:
     once into columns and works on those. `take()` copies nothing at first: it keeps
     the row indexes, and a column is gathered the first time it is read (a hot call
     filters tens of thousands of rows, then reads a few columns of them).
+
+    A mask that keeps a few long runs of rows (a hot frame less the handful of
+    memories an earlier tier holds) is gathered as those runs, slice by slice: about
+    a sixth of the cost of gathering 60,000 rows by index.
     """
 
-    __slots__ = ("_base", "_rows", "_got")
+    __slots__ = ("_base", "_rows", "_runs", "_got")
 
-    def __init__(self, data: dict[str, np.ndarray], rows: np.ndarray | None = None) -> None:
-        self._base = data
+    def __init__(self, data: Mapping[str, np.ndarray], rows: np.ndarray | None = None,
+                 runs: list[tuple[int, int]] | None = None) -> None:
+        self._base = data  # a dict, or a `_Joined` of parts
         self._rows = rows  # indexes into the base columns, or None for all of them
-        self._got: dict[str, np.ndarray] = data if rows is None else {}
+        self._runs = runs  # the same rows as (start, stop) slices of the base, when few
+        self._got: Mapping[str, np.ndarray] = data if rows is None else {}
 
     @staticmethod
     def decode(values: list[bytes], names: tuple[str, ...]) -> Columns:
@@ -107,39 +130,105 @@ class Columns:
     @property
     def data(self) -> dict[str, np.ndarray]:
         """Every column, gathered."""
-        for name in self._base:
-            self[name]
-        return self._got
+        return {name: self[name] for name in self._base}
 
     def materialized(self) -> Columns:
         """The same rows in arrays of their own (what may be changed in place)."""
-        return self if self._rows is None else Columns(dict(self.data))
+        return self if self._rows is None and isinstance(self._base, dict) else Columns(self.data)
 
     def __len__(self) -> int:
-        return len(self._base["id_hi"]) if self._rows is None else len(self._rows)
+        if self._rows is not None:
+            return len(self._rows)
+        return self._base.rows if isinstance(self._base, _Joined) else len(self._base["id_hi"])
 
     def __getitem__(self, name: str) -> np.ndarray:
         got = self._got.get(name)
         if got is None:
-            got = self._got[name] = self._base[name][self._rows]
+            if self._runs is None:
+                got = self._base[name][self._rows]
+            elif isinstance(self._base, _Joined):
+                got = self._base.runs(name, self._runs)
+            else:
+                column = self._base[name]
+                got = np.concatenate([column[start:stop] for start, stop in self._runs])
+            assert isinstance(self._got, dict)
+            self._got[name] = got
         return got
 
     @staticmethod
     def concat(parts: list[Columns]) -> Columns:
-        """The rows of every part, in order, in new arrays (never a part's own)."""
-        names = tuple(parts[0]._base)
-        return Columns({name: np.concatenate([part[name] for part in parts]) for name in names})
+        """The rows of every part, in order. A column is joined when first read, into
+        a new array (never a part's own); a take of the result gathers its columns
+        from the parts directly (`_Joined`)."""
+        return Columns(_Joined(parts))
 
     def slice(self, start: int, stop: int) -> Columns:
-        """Rows start..stop (views of the base columns when nothing was taken)."""
+        """Rows start..stop (views of the base columns when nothing was taken; a
+        part's own rows when they lie in one part of a concat)."""
         if self._rows is None:
+            if isinstance(self._base, _Joined):
+                return self._base.slice(start, stop)
             return Columns({name: column[start:stop] for name, column in self._base.items()})
         return Columns(self._base, self._rows[start:stop])
 
     def take(self, selector: np.ndarray) -> Columns:
         """The rows a boolean mask or an index array selects."""
         picked = np.flatnonzero(selector) if selector.dtype == bool else selector
-        return Columns(self._base, picked if self._rows is None else self._rows[picked])
+        if self._rows is not None:
+            return Columns(self._base, self._rows[picked])
+        return Columns(self._base, picked, _runs(selector) if selector.dtype == bool else None)
 
     def ids(self) -> list[bytes]:
         return ids_of(self)  # type: ignore[arg-type]
+
+
+class _Joined(Mapping[str, np.ndarray]):
+    """The columns of several `Columns` one after another, each joined on first read.
+
+    A hot call joins a cached frame of tens of thousands of rows to a few rows of the
+    other tiers, then drops a handful of rows. Joining every column up front wrote
+    3.8 MB of new arrays per call (about 0.35 ms at 60,000 rows, mostly first touches
+    of fresh memory); joined lazily, the columns read only after the drop are
+    gathered once, straight from the parts, and the unread ones never.
+    """
+
+    def __init__(self, parts: list[Columns]) -> None:
+        self._parts = parts
+        self._names = tuple(parts[0]._base)
+        self._starts = [0]
+        for part in parts:
+            self._starts.append(self._starts[-1] + len(part))
+        self.rows = self._starts[-1]
+        self._joined: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        column = self._joined.get(name)
+        if column is None:
+            if name not in self._names:
+                raise KeyError(name)
+            column = self._joined[name] = np.concatenate([part[name] for part in self._parts])
+        return column
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def runs(self, name: str, runs: list[tuple[int, int]]) -> np.ndarray:
+        """Rows (start, stop) of every run of column `name`, in one new array."""
+        joined = self._joined.get(name)
+        if joined is not None:
+            return np.concatenate([joined[start:stop] for start, stop in runs])
+        pieces = []
+        for start, stop in runs:
+            for part, first, end in zip(self._parts, self._starts, self._starts[1:]):
+                if first < stop and start < end:
+                    pieces.append(part[name][max(start, first) - first : min(stop, end) - first])
+        return np.concatenate(pieces)
+
+    def slice(self, start: int, stop: int) -> Columns:
+        for part, first, end in zip(self._parts, self._starts, self._starts[1:]):
+            if first <= start and stop <= end:
+                return part.slice(start - first, stop - first)
+        return Columns({name: self[name][start:stop] for name in self._names})
