@@ -434,10 +434,26 @@ def _later_copies(blocks: list[tuple[Columns, bool]]) -> np.ndarray | None:
 
 
 def _pinned(e: Engine) -> _Block:
-    """Every `idx/pinned` entry."""
+    """Every `idx/pinned` entry (from the handle's cache after the first call)."""
+    cached = None if e.hot is None else e.hot.lookup(pinned.PREFIX)
+    if cached is not None:
+        return _Block(cached, by_id=True)
     values = e.storage.scan_values(pinned.PREFIX, pinned.key_of)
     e.index_entries_read += len(values)
+    if e.hot is not None:
+        decoded = _decode(values)
+        if not entry.unsound(decoded):
+            e.hot.store(pinned.PREFIX, decoded, always=True)
+            return _Block(decoded, by_id=True)
     return _Block(values, by_id=True)
+
+
+def _block_ids(blocks: list[_Block]) -> set[bytes]:
+    """The ids of every row of `blocks`."""
+    ids: set[bytes] = set()
+    for block in blocks:
+        ids.update(block.rows.ids() if isinstance(block.rows, Columns) else (value[:16] for value in block.rows))
+    return ids
 
 
 def _outcomes(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evaluator | None) -> _Block:
@@ -554,7 +570,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
             if tier is Tier.PINNED:
                 found = [_pinned(e)]
             elif tier is Tier.OUTCOMES:
-                found = [_outcomes(e, plan, {value[:16] for b in blocks if isinstance(b.rows, list) for value in b.rows}, scope)]
+                found = [_outcomes(e, plan, _block_ids(blocks), scope)]
             else:
                 found = _frame_relevant(e, plan)
             blocks += found
@@ -591,21 +607,20 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     gone = cols.take(trim.reachable)
     reachable = [_uri(t, raw_id, v) for t, raw_id, v in zip(gone["type"].tolist(), gone.ids(), gone["version"].tolist())]
 
-    # Read and render the survivors only: one multi-get of their heads.
+    # Read and render the survivors only: one multi-get of the heads not in view.
     keep = trim.survivors
     chosen = cols.take(keep)
     keys = [head_key(raw_id) for raw_id in chosen.ids()]
     memories: dict[int, list[tuple[tuple[Any, ...], Memory]]] = {0: [], 1: [], 2: []}
     rendered: dict[str, str] = {}
     outcome_tier = _TIER_ORDER.index(Tier.OUTCOMES)
-    for key, raw, tier, score, created, version in zip(
-        keys, e.storage.multi_get(keys), tiers[keep].tolist(), scores[keep].tolist(), chosen["created"].tolist(), chosen["version"].tolist()
+    for key, memory, tier, score, created, version in zip(
+        keys, e.current_views(keys), tiers[keep].tolist(), scores[keep].tolist(), chosen["created"].tolist(), chosen["version"].tolist()
     ):
-        memory = None if raw is None else e.views.view(key, raw)
         if memory is None or memory.version != version:
             if journal_at is not None:
                 raise TornView("an index entry and its head disagree")
-            detail = "an index entry names a memory with no head" if raw is None else "an index entry and its head disagree on the version"
+            detail = "an index entry names a memory with no head" if memory is None else "an index entry and its head disagree on the version"
             raise _corrupt_index(e, plan, detail, key)
         rendered[memory.id] = memory.form(plan.form)
         sort_key: tuple[Any, ...] = (-created, -score, memory.id) if tier == outcome_tier else (-score, memory.id)

@@ -44,7 +44,7 @@ from .errors import (
 from .forms import DEFAULT_ENCODING, Tokenizer
 from .ids import URI, IdGenerator, encode_id
 from .journal import append
-from .memory import ViewCache
+from .memory import CurrentHeads, Memory, ViewCache
 from .model import check_datetime, check_int, check_text
 from .records import (
     HEAD_PREFIX,
@@ -209,6 +209,8 @@ class Engine:
         # Decoded frame entries of hot objects (`cortex.index.hot`); none where reads
         # can see other processes' commits without a refresh.
         self.hot = None if storage.live_reads else HotFrames()
+        # Views of current heads by key (`cortex.memory.CurrentHeads`), same rule.
+        self.heads = None if storage.live_reads else CurrentHeads()
         self._pool: FormsPool | None = None
         self._check_or_init_meta()
         self.tokenizer = Tokenizer(self._meta_text(META_TOKENIZER) or DEFAULT_ENCODING)
@@ -257,8 +259,7 @@ class Engine:
             return
         with self.lock.write():
             self.closed = True
-            if self.hot is not None:
-                self.hot.clear()
+            self.drop_caches()
             try:
                 self.storage.close()
             finally:
@@ -295,10 +296,16 @@ class Engine:
         self.check_open()
         if self.mode == "r":
             with self.lock.write():
-                if self.hot is not None:
-                    self.hot.clear()
+                self.drop_caches()
                 self.storage.catch_up(reopen)
                 self._load_view()
+
+    def drop_caches(self) -> None:
+        """Forget what mirrors the stored keys (the view is moving or closing)."""
+        if self.hot is not None:
+            self.hot.clear()
+        if self.heads is not None:
+            self.heads.clear()
 
     def catch_up_if_changed(self) -> None:
         if self.mode == "r" and self.storage.writer_moved():
@@ -341,6 +348,22 @@ class Engine:
         raise AssertionError("unreachable")
 
     # -- reading records -------------------------------------------------------------
+
+    def current_views(self, keys: list[bytes]) -> list[Memory | None]:
+        """The views of the heads stored under `keys` (None where there is none):
+        from `heads` where it has them, one multi-get for the rest. Call inside `read()`."""
+        if self.heads is None:
+            return [None if raw is None else self.views.view(key, raw) for key, raw in zip(keys, self.storage.multi_get(keys))]
+        found = [self.heads.get(key) for key in keys]
+        missing = [key for key, memory in zip(keys, found) if memory is None]
+        if missing:
+            read = dict(zip(missing, self.storage.multi_get(missing)))
+            for i, key in enumerate(keys):
+                raw = read.get(key) if found[i] is None else None
+                if raw is not None:
+                    found[i] = memory = self.views.view(key, raw)
+                    self.heads.put(key, memory)
+        return found
 
     def head_for(self, ref: URI) -> tuple[bytes, Head]:
         """The head named by a URI: the id must exist with that type and version."""
@@ -407,7 +430,11 @@ class Engine:
     def write(self, puts: Batch) -> None:
         """Write a batch atomically: the only way a batch reaches storage, so the
         caches that mirror stored keys see every change (`cortex.index.hot`)."""
-        self.storage.write(puts)
+        try:
+            self.storage.write(puts)
+        finally:
+            if self.heads is not None:
+                self.heads.forget(puts)
         if self.hot is not None:
             self.hot.observe(puts)
 

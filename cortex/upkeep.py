@@ -16,6 +16,7 @@ from . import index
 from .engine import Engine
 from .errors import CorruptRecord
 from .ids import encode_id
+from .memory import Memory
 from .journal import EDGE_KINDS, SCOPE_KINDS, HeadFacts, chain, entry_problem, note
 from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
@@ -41,6 +42,7 @@ from .records import (
     encode_clock_high,
     salience_key,
     split_journal_value,
+    unpack,
     version_key,
 )
 
@@ -197,6 +199,21 @@ def _verify_hot(e: Engine, problems: list[str]) -> None:
             problems.append(f"{_show(prefix)}: this handle's cache of the entries under it differs from the stored entries")
 
 
+def _verify_heads(e: Engine, problems: list[str]) -> None:
+    """The handle's views of current heads (`cortex.memory.CurrentHeads`) against
+    the stored heads."""
+    if e.heads is None:
+        return
+    for key, memory in e.heads.items():
+        raw = e.storage.get(key)
+        try:
+            stored = None if raw is None else Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw))
+        except CorruptRecord:  # the record checks above name it
+            stored = None
+        if stored != memory:
+            problems.append(f"{_show(key)}: this handle's view of the head differs from the stored head")
+
+
 def _verify_into(e: Engine, problems: list[str]) -> None:
     with e.lock.read():
         head, scores, weights, facts, high, grants = replay_journal(e, problems)
@@ -219,6 +236,7 @@ def _verify_into(e: Engine, problems: list[str]) -> None:
         for key in sorted(expected):
             problems.append(f"{_show(key)}: missing entry")
         _verify_hot(e, problems)
+        _verify_heads(e, problems)
         if e.storage.get(META_CLOCK_HIGH) != (encode_clock_high(high) if head.seq else None):
             problems.append("meta/clock_high: differs from the journal's latest time")
         if e.storage.get(META_IMPORT) is not None:

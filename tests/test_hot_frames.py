@@ -134,13 +134,14 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
         _write_some(c, clock, rng, rng.randint(20, 120), uris)
         engine = c._engine
         cache = HotFrames(min_rows=1)  # every prefix counts as hot
+        heads = engine.heads
         for round_ in range(3):
             for _ in range(6):
                 query = _query(rng)
-                engine.hot = cache
+                engine.hot, engine.heads = cache, heads
                 _fast_paths(True, first_ranked, sort_dedup_rows)
                 cached = c.context(**query)
-                engine.hot = None
+                engine.hot = engine.heads = None
                 _fast_paths(False)
                 scanned = c.context(**query)
                 assert _everything(cached) == _everything(scanned), query
@@ -149,9 +150,9 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
                 assert [u.rsplit("/", 1)[1].split("#")[0] for u in scanned.reachable_uris] == reachable
                 assert scanned.total_tokens == total and scanned.trimmed == len(scanned.scores) - len(survivors)
                 assert list(scanned.dropped_ids) == sorted(set(scanned.scores) - set(survivors), key=lambda i: (-scanned.scores[i], _neg(i)))
-            engine.hot = cache
-            _write_some(c, clock, rng, rng.randint(1, 30), uris)  # the cache follows these writes
-        assert len(cache) > 0
+            engine.hot, engine.heads = cache, heads
+            _write_some(c, clock, rng, rng.randint(1, 30), uris)  # the caches follow these writes
+        assert len(cache) > 0 and len(heads) > 0
 
 
 def _neg(memory_id: str) -> tuple[int, ...]:
@@ -211,6 +212,38 @@ def test_a_follower_drops_its_cache_when_it_catches_up(tmp_path):
             assert r.context(**ask).candidates == 31
 
 
+def test_survivors_come_from_the_current_heads_and_follow_every_change(tmp_path):
+    """A warm call takes its survivors' views from the handle's current heads; an
+    update, update_head or tombstone between calls shows in the next bundle, for
+    the writer and (after its catch-up) a follower; `verify()` compares the views
+    with the stored heads."""
+    clock = FakeClock()
+    path = tmp_path / "s"
+    ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "form": "short"}
+    with open_store(path, clock) as w, open_store(path, clock, mode="r") as r:
+        uris = w.write_many([cortex.Write(Fact(statement=f"fact {i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", "gpu"),))
+                             for i in range(5)])
+        r.refresh()
+        for c in (w, r):
+            c.context(**ask)
+            assert len(c._engine.heads) == 5
+        changed = w.update(uris[0], Fact(statement="fact zero, corrected", subject="s", predicate="p"))
+        w.update_head(uris[1], tags=["checked"])
+        w.tombstone(uris[2], "gone")
+        r.refresh()
+        for c in (w, r):
+            b = c.context(**ask)
+            by_id = {m.id: m for m in b.memories()}
+            zero, one = by_id[uris[0].rsplit("/", 1)[1].split("#")[0]], by_id[uris[1].rsplit("/", 1)[1].split("#")[0]]
+            assert zero.uri == changed and b.rendered[zero.id] == "p(s)=fact zero, corrected"
+            assert one.tags == ("checked",)
+            assert len(b.memories()) == 4 and b.candidates == 4
+            assert c.verify() == []
+        key, memory = w._engine.heads.items()[0]
+        w._engine.heads.put(key, w._engine.heads.items()[1][1])  # a view under another memory's key
+        assert any("this handle's view of the head differs from the stored head" in line for line in w.verify())
+
+
 def test_the_cache_keeps_at_most_its_row_budget_least_recently_used_first(tmp_path):
     clock = FakeClock()
     with open_store(tmp_path / "s", clock) as c:
@@ -220,7 +253,8 @@ def test_the_cache_keeps_at_most_its_row_budget_least_recently_used_first(tmp_pa
         cache = c._engine.hot = HotFrames(min_rows=5, max_rows=25)
         for ref in ("a", "b", "a", "c"):
             c.context(verb="acquire", objects={"service": ref}, now=NOW)
-        assert len(cache) == 2  # b was the least recently used when c came in
+        frames = [p for p in cache.prefixes() if p.startswith(b"idx/frame/")]
+        assert len(frames) == 2 and b"idx/pinned/" in cache.prefixes()  # b was the least recently used when c came in
         read = c._engine.index_entries_read
         c.context(verb="acquire", objects={"service": "a"}, now=NOW)
         c.context(verb="acquire", objects={"service": "c"}, now=NOW)
@@ -237,7 +271,7 @@ def test_verify_compares_the_cache_with_the_stored_entries(tmp_path):
         cache = c._engine.hot = HotFrames(min_rows=1)
         c.context(verb="acquire", objects={"service": "gpu"}, now=NOW)
         assert c.verify() == []
-        [prefix] = cache.prefixes()
+        [prefix] = [p for p in cache.prefixes() if p.startswith(b"idx/frame/")]
         cols = cache.lookup(prefix)
         cols["importance"][0] += 1  # what a cache that missed a write would hold
         shown = "idx/frame/" + prefix[len(b"idx/frame/"):].hex()

@@ -4,9 +4,8 @@ naming the key; `verify()` ... returns the problems found, one line each;
 
 A small store is built once and closed; every test works on a copy
 (`shutil.copytree`). RocksDB checksums its files, so the practical way to damage
-one record is to overwrite its value through the store's own handle
-(`c._engine.storage.write({key: value})`); flipping bytes in the SST files themselves is
-tested too, in a subprocess so that a crash in RocksDB could not take pytest down.
+one record is to overwrite its value under an open handle, behind its back
+(`damage(c, {key: value})`); flipping bytes in the SST files themselves is tested too, in a subprocess so that a crash in RocksDB could not take pytest down.
 
 What is required, for every damaged record:
 
@@ -197,6 +196,15 @@ def pristine(tmp_path_factory) -> Pristine:
     return Pristine(str(tmp_path_factory.mktemp("pristine") / "store"))
 
 
+def damage(c, puts: dict) -> None:
+    """Write `puts` behind the handle's back, as damage on disk would be, then drop the
+    handle's caches of stored keys (hot frames, current heads): they mirror only what
+    passes through the handle, so damage made under an open handle shows when the
+    store is next opened, which this stands in for."""
+    c._engine.storage.write(puts)
+    c._engine.drop_caches()
+
+
 def check_reads(c, key: bytes, pristine: Pristine, *, want_equal: bool = False) -> list[str]:
     """Run every read; returns the failures (another exception, a CorruptRecord naming
     another key, or with `want_equal`, an answer that differs from the pristine one)."""
@@ -284,7 +292,7 @@ def test_garbage_record(pristine, tmp_path, target, garbage):
     path = pristine.copy(tmp_path / "copy")
     key = pristine.keys[target]
     with Pristine.open(path) as c:
-        c._engine.storage.write({key: GARBAGE[garbage]})
+        damage(c, {key: GARBAGE[garbage]})
     TALLY["damaged"] += 1
     failures: list[str] = []
     c = open_damaged(path, key, failures)
@@ -327,7 +335,7 @@ def test_rebuild_repairs_derived_keys_despite_canonical_damage(pristine, tmp_pat
     bad_head = pristine.keys["head:fact"]
     derived_damage = [pristine.keys["sal:ident"], pristine.keys["frame:goal"], pristine.keys["tag:event"]]
     with Pristine.open(path) as c:
-        c._engine.storage.write({bad_head: b"\x00garbage", **{k: b"\x00garbage" for k in derived_damage}})
+        damage(c, {bad_head: b"\x00garbage", **{k: b"\x00garbage" for k in derived_damage}})
         TALLY["damaged"] += 4
         try:
             c.rebuild()
@@ -448,7 +456,7 @@ def test_wrong_shaped_records(pristine, tmp_path, record):
         for i, (label, value) in enumerate(mutations):
             path = pristine.copy(tmp_path / f"copy-{i}")
             with Pristine.open(path) as c:
-                c._engine.storage.write({key: value})
+                damage(c, {key: value})
             TALLY["damaged"] += 1
             found: list[str] = []
             c = open_damaged(path, key, found)
@@ -462,10 +470,10 @@ def test_wrong_shaped_records(pristine, tmp_path, record):
         with Pristine.open(path) as c:
             for label, value in mutations:
                 TALLY["damaged"] += 1
-                c._engine.storage.write({key: value})
+                damage(c, {key: value})
                 failures += [f"{label}: {f}" for f in check_reads(c, key, pristine)]
                 failures += [f"{label}: {f}" for f in check_verify(c, key)[0]]
-                c._engine.storage.write({key: original})
+                damage(c, {key: original})
             assert c.verify() == []
     assert not failures, f"{record} ({shown(key)}): {len(failures)} failures in {len(mutations)} mutations:\n" + "\n".join(failures[:40])
 
@@ -504,13 +512,13 @@ def test_flipped_bits_in_a_record(pristine, tmp_path, target):
                 label = f"byte {pos} ^ {mask:#04x}"
                 damaged[label] = "undecodable" if after is None else "new shape" if after != before else "same shape"
                 TALLY["damaged"] += 1
-                c._engine.storage.write({key: value})
+                damage(c, {key: value})
                 failures += [f"{label}: {f}" for f in check_reads(c, key, pristine)]
                 found, problems = check_verify(c, key, must_list=False)
                 failures += [f"{label}: {f}" for f in found]
                 if problems is not None and listed(problems, key):
                     caught.add(label)
-                c._engine.storage.write({key: original})
+                damage(c, {key: original})
         assert c.verify() == []
     if target in OLDER_VERSIONS:
         # The one documented gap: an older version's stored form texts and full-form
@@ -568,7 +576,7 @@ def test_flipped_text_in_a_version_record_is_caught_by_its_content_hash(pristine
     key = pristine.keys["version:fact#1"]
     path = pristine.copy(tmp_path / "copy")
     with Pristine.open(path) as c:
-        c._engine.storage.write({key: _flip_text(pristine.raw[key], b"sky is blue", b"sky is blud")})
+        damage(c, {key: _flip_text(pristine.raw[key], b"sky is blue", b"sky is blud")})
         TALLY["damaged"] += 1
         failures, _ = check_verify(c, key)
         try:
@@ -588,7 +596,7 @@ def test_flipped_text_in_a_head_is_caught_by_verify(pristine, tmp_path):
     vkey = pristine.keys["version:fact#2"]
     path = pristine.copy(tmp_path / "copy")
     with Pristine.open(path) as c:
-        c._engine.storage.write({key: _flip_text(pristine.raw[key], b"grey today", b"grey todax")})
+        damage(c, {key: _flip_text(pristine.raw[key], b"grey today", b"grey todax")})
         TALLY["damaged"] += 1
         problems = c.verify()
     assert listed(problems, key) or listed(problems, vkey), f"verify() does not notice: {problems}"

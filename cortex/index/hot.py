@@ -1,11 +1,13 @@
-"""The decoded frame entries of hot objects, kept in step with every write of a handle.
+"""The decoded frame entries of hot objects (and the pinned tier), kept in step with
+every write of a handle.
 
 A `context()` call on an object with tens of thousands of memories spent most of its
 time reading and decoding that object's frame entries from storage (about 0.3 µs an
 entry). `HotFrames` keeps the decoded columns of the largest frame prefixes a handle
 has read: prefixes of at least `MIN_ROWS` entries, at most `MAX_ROWS` rows over all
 of them, the least recently used dropped first. A call on a cached prefix reads no
-index entry from storage.
+index entry from storage. The pinned tier, which every call reads, is kept whatever
+its size (`store(..., always=True)`).
 
 The invariant, stated once: a cached prefix holds exactly the index values stored
 under it in the handle's current view, one row per key, in key order (so by id).
@@ -32,7 +34,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..records import ID_SIZE
-from . import frame
+from . import frame, pinned
 from .entry import DTYPE, Columns
 
 # A prefix smaller than this is scanned on each call (a few hundred entries cost
@@ -44,6 +46,8 @@ MAX_ROWS = 1_000_000
 # A frame key is its prefix (namespace, verb, kind, 16-byte ref hash) and an id.
 PREFIX_SIZE = len(frame.PREFIX) + 2 + 16
 KEY_SIZE = PREFIX_SIZE + ID_SIZE
+# A pinned-tier key is its prefix and an id.
+PINNED_KEY_SIZE = len(pinned.PREFIX) + ID_SIZE
 
 FIELDS: tuple[str, ...] = tuple(DTYPE.names or ())
 
@@ -88,10 +92,10 @@ class HotFrames:
                 self._evict()
             return cached.cols
 
-    def store(self, prefix: bytes, cols: Columns) -> None:
+    def store(self, prefix: bytes, cols: Columns, always: bool = False) -> None:
         """Keep the columns just read under `prefix` (all fields, in key order) if the
-        prefix is large enough to be worth it."""
-        if len(cols) < self.min_rows or len(cols) > self.max_rows:
+        prefix is large enough to be worth it, or `always`."""
+        if (len(cols) < self.min_rows and not always) or len(cols) > self.max_rows:
             return
         with self._lock:
             old = self._entries.pop(prefix, None)
@@ -107,9 +111,14 @@ class HotFrames:
         with self._lock:
             for key, value in puts.items():
                 if len(key) == KEY_SIZE:
-                    cached = self._entries.get(key[:PREFIX_SIZE])
-                    if cached is not None:
-                        cached.pending[key[PREFIX_SIZE:]] = value
+                    prefix_size = PREFIX_SIZE
+                elif len(key) == PINNED_KEY_SIZE and key.startswith(pinned.PREFIX):
+                    prefix_size = len(pinned.PREFIX)
+                else:
+                    continue
+                cached = self._entries.get(key[:prefix_size])
+                if cached is not None:
+                    cached.pending[key[prefix_size:]] = value
 
     def clear(self) -> None:
         with self._lock:
