@@ -386,10 +386,10 @@ class _Block:
         return len(self.rows)
 
 
-def _joined(blocks: list[_Block]) -> tuple[Columns, list[tuple[Columns, bool]]]:
+def _joined(blocks: list[_Block]) -> Columns:
     """All blocks' rows as one set of columns, in block order (new arrays: never a
-    cached block's own), and each block as (its rows as views of them, by_id).
-    Consecutive raw blocks are decoded together: a call on cold objects decodes once."""
+    cached block's own). Consecutive raw blocks are decoded together: a call on cold
+    objects decodes once."""
     parts: list[Columns] = []
     raw: list[bytes] = []
     for block in blocks:
@@ -402,12 +402,16 @@ def _joined(blocks: list[_Block]) -> tuple[Columns, list[tuple[Columns, bool]]]:
             raw += block.rows
     if raw or not parts:
         parts.append(_decode(raw))
-    cols = parts[0] if len(parts) == 1 and not any(isinstance(b.rows, Columns) for b in blocks) else Columns.concat(parts)
+    return parts[0] if len(parts) == 1 and not any(isinstance(b.rows, Columns) for b in blocks) else Columns.concat(parts)
+
+
+def _block_views(cols: Columns, blocks: list[_Block]) -> list[tuple[Columns, bool]]:
+    """Each block's rows in `cols` (the `_joined` of `blocks`) as (views, by_id)."""
     views, at = [], 0
     for block in blocks:
         views.append((cols.slice(at, at + len(block)), block.by_id))
         at += len(block)
-    return cols, views
+    return views
 
 
 def _later_copies(blocks: list[tuple[Columns, bool]]) -> np.ndarray | None:
@@ -575,7 +579,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
                 found = _frame_relevant(e, plan)
             blocks += found
             counts.append(sum(len(b) for b in found))
-        cols, views = _joined(blocks)
+        cols = _joined(blocks)
     except (ValueError, struct.error) as exc:  # a value of the wrong size
         raise _corrupt_index(e, plan, str(exc)) from None
     if entry.unsound(cols):
@@ -586,8 +590,8 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     keep = _live(cols, plan.now)
     if scope is not None:
         keep &= scope.mask(e.storage, cols["id_hi"], cols["id_lo"], cols["type"])
-    if len(views) > 1:
-        first = _first_of_each_id(cols) if len(cols) <= _SORT_DEDUP_ROWS else _later_copies(views)
+    if len(blocks) > 1:
+        first = _first_of_each_id(cols) if len(cols) <= _SORT_DEDUP_ROWS else _later_copies(_block_views(cols, blocks))
         if first is not None:
             keep &= first
     superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0

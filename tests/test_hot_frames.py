@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import cortex
 import cortex.context as context_module
+import cortex.index.entry as entry_module
 from cortex import Constraint, EdgeType, Event, Fact, Frame, Goal
 from cortex.index.hot import HotFrames
 
@@ -111,19 +112,21 @@ def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path
     # Rank few rows first and (in some examples) keep a short reachable list, so that
     # small stores take every path of the trim: widening the ranking, and stopping
     # with rows left unranked; and dedup by search between blocks as hot objects do.
-    saved = context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS
+    saved = context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS, entry_module._RUNS_FROM
     context_module.MAX_REACHABLE_URIS = ranking[1]
     try:
         _check_against_full_scan(tmp_path_factory, rng, ranking[0], sort_dedup_rows)
     finally:
-        context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS = saved
+        context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS, entry_module._RUNS_FROM = saved
 
 
 def _fast_paths(on: bool, first_ranked: int = 0, sort_dedup_rows: int = 0) -> None:
-    """Set the composer's fast paths: a partial ranking and dedup by search, or (off)
-    a ranking of every row and dedup by one sort."""
+    """Set the composer's fast paths: a partial ranking, dedup by search, lazy joins
+    and takes by runs of rows at any size, or (off) a ranking of every row, dedup by
+    one sort, and numpy's plain concatenate and gather."""
     context_module._FIRST_RANKED = first_ranked if on else 1 << 40
     context_module._SORT_DEDUP_ROWS = sort_dedup_rows if on else 1 << 40
+    entry_module._RUNS_FROM = 0 if on else 1 << 40
 
 
 def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked: int, sort_dedup_rows: int) -> None:
@@ -343,11 +346,24 @@ def test_live_scores_equal_the_design_formula_to_the_bit(rows, raw_weights):
     seed=st.integers(0, 2**32 - 1),
     drop=st.sampled_from(["none", "few", "many"]),
     read_first=st.booleans(),
+    runs_from=st.sampled_from([0, 50, 1 << 40]),
 )
-def test_joined_and_taken_columns_hold_the_rows_numpy_would(sizes, seed, drop, read_first):
+def test_joined_and_taken_columns_hold_the_rows_numpy_would(sizes, seed, drop, read_first, runs_from):
     """`Columns.concat` joins lazily and a boolean take gathers by runs of rows when
-    few: every column, length, slice and further take must equal plain numpy on the
-    concatenated arrays, whichever column was read first."""
+    few (from `_RUNS_FROM` rows on): every column, length, slice and further take must
+    equal plain numpy on the concatenated arrays, whichever column was read first."""
+    import numpy as np
+
+    from cortex.index.entry import Columns
+
+    saved, entry_module._RUNS_FROM = entry_module._RUNS_FROM, runs_from
+    try:
+        _check_joined_and_taken(sizes, seed, drop, read_first)
+    finally:
+        entry_module._RUNS_FROM = saved
+
+
+def _check_joined_and_taken(sizes: list[int], seed: int, drop: str, read_first: bool) -> None:
     import numpy as np
 
     from cortex.index.entry import Columns

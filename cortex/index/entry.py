@@ -82,8 +82,11 @@ def ids_of(rows: np.ndarray) -> list[bytes]:
     return [raw[i : i + 16] for i in range(0, len(raw), 16)]
 
 
-# A boolean take gathers by slices when its kept rows form at most this many runs.
+# A boolean take of at least `_RUNS_FROM` rows gathers by slices when its kept rows
+# form at most `_MAX_RUNS` runs; a concat of at least `_RUNS_FROM` rows joins lazily.
+# Below that, numpy's plain gather and concatenate cost less than the bookkeeping.
 _MAX_RUNS = 16
+_RUNS_FROM = 4096
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int]] | None:
@@ -157,9 +160,12 @@ class Columns:
 
     @staticmethod
     def concat(parts: list[Columns]) -> Columns:
-        """The rows of every part, in order. A column is joined when first read, into
-        a new array (never a part's own); a take of the result gathers its columns
-        from the parts directly (`_Joined`)."""
+        """The rows of every part, in order, in new arrays (never a part's own). From
+        `_RUNS_FROM` rows on, a column is joined when first read, and a take of the
+        result gathers its columns from the parts directly (`_Joined`)."""
+        if sum(len(part) for part in parts) < _RUNS_FROM:
+            names = tuple(parts[0]._base)
+            return Columns({name: np.concatenate([part[name] for part in parts]) for name in names})
         return Columns(_Joined(parts))
 
     def slice(self, start: int, stop: int) -> Columns:
@@ -176,7 +182,8 @@ class Columns:
         picked = np.flatnonzero(selector) if selector.dtype == bool else selector
         if self._rows is not None:
             return Columns(self._base, self._rows[picked])
-        return Columns(self._base, picked, _runs(selector) if selector.dtype == bool else None)
+        runs = _runs(selector) if selector.dtype == bool and len(selector) >= _RUNS_FROM else None
+        return Columns(self._base, picked, runs)
 
     def ids(self) -> list[bytes]:
         return ids_of(self)  # type: ignore[arg-type]
@@ -208,6 +215,10 @@ class _Joined(Mapping[str, np.ndarray]):
                 raise KeyError(name)
             column = self._joined[name] = np.concatenate([part[name] for part in self._parts])
         return column
+
+    def get(self, name: str, default: np.ndarray | None = None) -> np.ndarray | None:  # type: ignore[override]
+        """The joined column (Mapping's own `get` goes through a raised KeyError)."""
+        return self[name] if name in self._names else default
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)
