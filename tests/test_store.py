@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -895,6 +896,34 @@ def test_read_view_catches_up_before_context(store):
         b = r.context()
         assert [m.uri for m in b.pinned] == [uri]
         assert r.root() == store.root()
+
+
+def test_a_read_view_whose_folder_is_quiet_checks_the_known_files_only(store, monkeypatch):
+    """Before a context(), a follower whose store folder has had no file come or go
+    for a while stats the folder and the files it knows instead of reading the
+    folder's entries; it still sees plain appends to the WAL at once, and a flush
+    (new files: the folder's time moves) through a full look."""
+    from cortex.storage.rocksdb import RocksStorage
+
+    store.write(fact(0), frames=[GPU])
+    with open_store(store.path, mode="r") as r:
+        an_hour_ago = time.time_ns() - 3600 * 10**9
+        os.utime(store.path, ns=(an_hour_ago, an_hour_ago))
+        r.refresh()  # reads the folder's entries, and notes its (old) time
+        full_looks = []
+        real = RocksStorage._files_signature
+        monkeypatch.setattr(RocksStorage, "_files_signature", lambda self: full_looks.append(1) or real(self))
+        ask = {"verb": "acquire", "objects": {"service": "gpu_inference"}}
+        assert r.context(**ask).candidates == 1 and full_looks == []
+        appended = store.write(fact(1), frames=[GPU])  # the WAL grows; no file comes or goes
+        assert appended in {m.uri for m in r.context(**ask).memories()}  # (the catch-up looks in full)
+        assert r.root() == store.root()
+        full_looks.clear()
+        assert r.context(**ask).candidates == 2 and full_looks == []
+        store._engine.storage.flush()  # a new WAL and table file: the folder's time moves
+        flushed = store.write(fact(2), frames=[GPU])
+        assert flushed in {m.uri for m in r.context(**ask).memories()}
+        assert full_looks and r.root() == store.root()
 
 
 def test_writes_through_a_read_view_raise_read_only_store(store):

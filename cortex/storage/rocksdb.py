@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, cast
@@ -50,6 +51,10 @@ from . import Batch
 _MAX_REOPENS = 5
 _SECONDARY_PREFIX = "cortex-secondary-"
 _SECONDARY_RE = re.compile(rf"{_SECONDARY_PREFIX}(\d+)-")
+
+# How long after the folder's time its entries must have been read for that time to
+# vouch that no file came or went since (`RocksStorage._known_files_signature`).
+_FOLDER_TIME_MARGIN_NS = 2_000_000_000
 
 # Files a RocksDB directory always has; a folder holding one of them is a store.
 _STORE_MARKER = "CURRENT"
@@ -156,6 +161,7 @@ class RocksStorage:
         self._cache = Cache(cache_bytes)
         self._secondary: str | None = None
         self._files_seen: tuple[tuple[str, int, int], ...] = ()
+        self._folder_seen = (-1, 0)  # the folder's time and when its entries were read
         self._closed = False
         if read_only:
             _remove_stale_secondaries()
@@ -301,7 +307,13 @@ class RocksStorage:
 
     def _files_signature(self) -> tuple[tuple[str, int, int], ...]:
         """Names, sizes and times of the writer's WAL and MANIFEST files: when they
-        have not changed, the writer has committed nothing new."""
+        have not changed, the writer has committed nothing new. Reads the folder's
+        entries (and notes its time, for `_known_files_signature`)."""
+        try:
+            folder = os.stat(self.location)
+        except FileNotFoundError:
+            folder = None
+        self._folder_seen = (folder.st_mtime_ns if folder else -1, time.time_ns())
         sig = []
         with os.scandir(self.location) as it:
             for e in it:
@@ -313,8 +325,34 @@ class RocksStorage:
                     sig.append((e.name, st.st_size, st.st_mtime_ns))
         return tuple(sorted(sig))
 
+    def _known_files_signature(self) -> tuple[tuple[str, int, int], ...]:
+        """`_files_signature()`, from one stat per file already known when the
+        folder's time says no file came or went since the last read of its entries
+        (one stat of the folder: reading its entries cost 40 µs at 1M memories and
+        100 µs at 10M, a twentieth of a warm call).
+
+        A file's creation, removal or rename sets the folder's time, but file times
+        are coarse (a tick of the kernel's clock, a second on some file systems): a
+        file made in the same tick as the time noted would leave it unchanged. So
+        the folder's time is trusted only when the entries were read well after it."""
+        mtime, read_at = self._folder_seen
+        try:
+            folder = os.stat(self.location)
+        except FileNotFoundError:
+            return self._files_signature()
+        if folder.st_mtime_ns != mtime or read_at - mtime < _FOLDER_TIME_MARGIN_NS:
+            return self._files_signature()
+        sig = []
+        for name, _, _ in self._files_seen:
+            try:
+                st = os.stat(os.path.join(self.location, name))
+            except FileNotFoundError:
+                return self._files_signature()
+            sig.append((name, st.st_size, st.st_mtime_ns))
+        return tuple(sig)
+
     def writer_moved(self) -> bool:
-        return self.read_only and self._files_signature() != self._files_seen
+        return self.read_only and self._known_files_signature() != self._files_seen
 
     def catch_up(self, reopen: bool = False) -> None:
         """Catch up with the writer: a plain catch-up after WAL appends, a fresh
