@@ -475,10 +475,11 @@ def _outcome_values(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evalu
         ((actor_obj.created_of(k), v) for k, v in e.storage.scan_items_backward(actor_obj.prefix(plan.verb, ref)))
         for ref in refs
     ]
+    newest_first = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda item: -item[0])
     chosen: dict[bytes, tuple[int, bytes]] = {}
     cutoff = None
     read = 0
-    for created, value in heapq.merge(*streams, key=lambda item: -item[0]):
+    for created, value in newest_first:
         read += 1
         if cutoff is not None and created < cutoff:
             break  # everything still to come is older than the limit-th newest

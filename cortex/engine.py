@@ -211,6 +211,7 @@ class Engine:
         self.hot = None if storage.live_reads else HotFrames()
         # Views of current heads by key (`cortex.memory.CurrentHeads`), same rule.
         self.heads = None if storage.live_reads else CurrentHeads()
+        self._last_weights: tuple[bytes, Weights] | None = None  # stored bytes -> decoded
         self._pool: FormsPool | None = None
         self._check_or_init_meta()
         self.tokenizer = Tokenizer(self._meta_text(META_TOKENIZER) or DEFAULT_ENCODING)
@@ -391,7 +392,14 @@ class Engine:
 
     def weights(self) -> Weights:
         raw = self.storage.get(META_WEIGHTS)
-        return DEFAULT_WEIGHTS if raw is None else Weights.decode(raw)
+        if raw is None:
+            return DEFAULT_WEIGHTS
+        last = self._last_weights  # every call reads them; they change only on feedback
+        if last is not None and last[0] == raw:
+            return last[1]
+        weights = Weights.decode(raw)
+        self._last_weights = (raw, weights)
+        return weights
 
     # -- committing (write lock held) ------------------------------------------------
 
