@@ -33,7 +33,6 @@ import collections
 import os
 import select
 import struct
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -124,6 +123,8 @@ class _Helper:
     """One helper process, driven from the writer's thread without blocking writes."""
 
     def __init__(self, encoding: str) -> None:
+        import subprocess  # here, not with the module: ~5 ms of every cold process
+
         self.encoding = encoding
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "import sys; from cortex.workers import serve; serve(sys.argv[1])", encoding],
@@ -234,6 +235,8 @@ class _Helper:
                     stream.close()
             except OSError:
                 pass
+        import subprocess
+
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
