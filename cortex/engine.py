@@ -437,7 +437,8 @@ class Engine:
 
     def write(self, puts: Batch) -> None:
         """Write a batch atomically: the only way a batch reaches storage, so the
-        caches that mirror stored keys see every change (`cortex.index.hot`)."""
+        caches that mirror stored keys see every change (`cortex.index.hot`,
+        `cortex.memory.CurrentHeads`)."""
         try:
             self.storage.write(puts)
         finally:
