@@ -898,6 +898,7 @@ def test_read_view_catches_up_before_context(store):
         assert r.root() == store.root()
 
 
+@pytest.mark.rocksdb_only("ages the store folder's time and counts reads of its entries: RocksDB's files")
 def test_a_read_view_whose_folder_is_quiet_checks_the_known_files_only(store, monkeypatch):
     """Before a context(), a follower whose store folder has had no file come or go
     for a while stats the folder and the files it knows instead of reading the
