@@ -377,6 +377,20 @@ def check_tags(value: object) -> tuple[str, ...]:
     return tuple(distinct)
 
 
+
+def check_instances(field_name: str, value: object, cls: type[_T], rule: str, *, refused: tuple[type, ...] = ()) -> list[_T]:
+    """`value`'s items as a list, each an instance of `cls` (`cortex.<cls>`). `rule`
+    is broken when `value` is not list-like or is one of `refused` (a lone item, a
+    mapping); an item of another type names its index."""
+    if isinstance(value, refused):
+        raise ValidationError(field_name, rule, value)
+    items = list(_iterable(field_name, value, rule))
+    for i, item in enumerate(items):
+        if not isinstance(item, cls):
+            raise ValidationError(f"{field_name}[{i}]", f"must be a cortex.{cls.__name__}, not {type(item).__name__}", item)
+    return cast(list[_T], items)  # every item was just checked
+
+
 # ---------------------------------------------------------------------------
 # Field rules: what each data field must hold, declared beside the field.
 

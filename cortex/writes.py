@@ -29,6 +29,7 @@ from .model import (
     check_data,
     check_datetime,
     check_frames,
+    check_instances,
     check_int,
     check_number,
     check_tags,
@@ -101,12 +102,7 @@ def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
     """Write many memories in one atomic batch; URIs in item order. The clock is read
     once: every item gets the same `created_at`, and ids ascend in item order."""
     e.check_writable()
-    if isinstance(items, (str, bytes, Write)) or not isinstance(items, Iterable):
-        raise ValidationError("items", "must be an iterable of cortex.Write", items)
-    batch = list(items)
-    for i, item in enumerate(batch):
-        if not isinstance(item, Write):
-            raise ValidationError(f"items[{i}]", f"must be a cortex.Write, not {type(item).__name__}", item)
+    batch = check_instances("items", items, Write, "must be an iterable of cortex.Write", refused=(Write,))
     if not batch:
         return []
     records = [w.data.to_record() for w in batch]

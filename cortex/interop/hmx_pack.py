@@ -91,7 +91,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..model import Edge
+from ..model import Edge, check_instances
 from ..errors import ValidationError
 from ..forms import DEFAULT_ENCODING, Tokenizer
 from ..memory import Memory
@@ -275,13 +275,7 @@ def build(bundle: Bundle, query_context: str | Mapping[str, Any] | None = None, 
 
 
 def _checked_edges(edges: object) -> list[Edge]:
-    if isinstance(edges, (str, bytes, Mapping)) or not isinstance(edges, Iterable):
-        raise ValidationError("edges", "must be a collection of cortex.Edge", edges)
-    out = list(edges)
-    for i, edge in enumerate(out):
-        if not isinstance(edge, Edge):
-            raise ValidationError(f"edges[{i}]", f"must be a cortex.Edge, not {type(edge).__name__}", edge)
-    return out
+    return check_instances("edges", edges, Edge, "must be a collection of cortex.Edge", refused=(Mapping,))
 
 
 def _relations(kept: Sequence[_Candidate], edges: Sequence[Edge]) -> list[_Relation]:
