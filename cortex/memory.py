@@ -12,6 +12,7 @@ however each was built; `Memory(**fields)` builds one eagerly.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
@@ -225,7 +226,9 @@ class ViewCache:
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._views: dict[tuple[bytes, bytes], Memory] = {}
+        # An OrderedDict, not a dict: a dict finds its oldest key by stepping over the
+        # slots its evictions left empty, 3.9 µs a put once full against 0.25 µs.
+        self._views: OrderedDict[tuple[bytes, bytes], Memory] = OrderedDict()
         self._lock = threading.Lock()  # readers share a handle: one evicts at a time
 
     def view(self, key: bytes, raw: bytes) -> Memory:
@@ -235,7 +238,7 @@ class ViewCache:
             memory = Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw))
             with self._lock:
                 if len(self._views) >= self.size:
-                    del self._views[next(iter(self._views))]
+                    self._views.popitem(last=False)
                 self._views[(key, raw)] = memory
         return memory
 
@@ -255,7 +258,7 @@ class CurrentHeads:
 
     def __init__(self, size: int = 8192) -> None:
         self.size = size
-        self._views: dict[bytes, Memory] = {}
+        self._views: OrderedDict[bytes, Memory] = OrderedDict()  # as in ViewCache
         self._lock = threading.Lock()  # readers share a handle: one evicts at a time
 
     def __len__(self) -> int:
@@ -267,7 +270,7 @@ class CurrentHeads:
     def put(self, key: bytes, memory: Memory) -> None:
         with self._lock:
             if len(self._views) >= self.size:
-                self._views.pop(next(iter(self._views)), None)
+                self._views.popitem(last=False)
             self._views[key] = memory
 
     def items(self) -> list[tuple[bytes, Memory]]:

@@ -7,7 +7,7 @@ import pytest
 
 from cortex import Constraint, Fact, Frame, Goal
 from cortex.forms import render_full
-from cortex.memory import ViewCache
+from cortex.memory import CurrentHeads, ViewCache
 from cortex.records import HEAD_PREFIX, head_key
 
 
@@ -38,6 +38,18 @@ def test_the_cache_keeps_at_most_its_size(store):
         key = head_key(_raw_id(store.resolve(uri)))
         cache.view(key, store._engine.storage.get(key))
     assert len(cache._views) == 3
+
+
+def test_both_view_caches_evict_oldest_first_and_keep_their_size(store):
+    uris = [store.write(Fact(statement=f"fact {i}", subject="s", predicate="p")) for i in range(10)]
+    keys = [head_key(_raw_id(store.resolve(uri))) for uri in uris]
+    views, heads = ViewCache(size=4), CurrentHeads(size=4)
+    for key in keys:
+        raw = store._engine.storage.get(key)
+        heads.put(key, views.view(key, raw))
+    assert [key for key, _ in views._views] == keys[-4:]
+    assert [key for key, _ in heads.items()] == keys[-4:]
+    assert all(heads.get(key) is None for key in keys[:-4])
 
 
 def test_a_bundle_never_shows_a_stale_cached_view(store, clock):
