@@ -31,7 +31,6 @@ tokenizer is never loaded: token counts come from the index values.
 
 from __future__ import annotations
 
-import functools
 import heapq
 import json
 import struct
@@ -39,7 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -48,7 +47,7 @@ from .errors import CorruptRecord, NoTiersIncluded, ValidationError, shown
 from .scope import Evaluator, Refusal, SignedScope, capped_budget, check_signed, verify
 from .writes import report_violation
 from .forms import FORM_NAMES
-from .ids import encode_id, format_uri
+from .ids import encode_id, encode_ids, format_uris
 from .index import actor_obj, edge, entry, frame, hot, pinned
 from .index.entry import Columns
 from .memory import Memory
@@ -188,7 +187,7 @@ class _LazyIdMap(Mapping[str, Any]):
 
     def _built(self) -> dict[str, Any]:
         if self._dict is None:
-            self._dict = {encode_id(i): v for i, v in zip(self._ids(), self._values())}
+            self._dict = dict(zip(encode_ids(self._ids()), self._values()))
         return self._dict
 
     def __getitem__(self, key: str) -> Any:
@@ -548,10 +547,24 @@ def compose(e: Engine, opts: ContextOpts | None, overrides: dict[str, Any]) -> B
         raise refusal.error from None
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _uri(type_code: int, raw_id: bytes, version: int) -> str:
-    """A reachable URI (hot objects trim the same memories call after call)."""
-    return format_uri(MemoryType(type_code), raw_id, version)
+# URIs by (type code, id, version): hot objects trim the same memories call after
+# call. A plain dict, cleared when full: its lookups and updates need no lock.
+_URIS: dict[tuple[int, bytes, int], str] = {}
+_URIS_MAX = 1 << 16
+
+
+def _uris(types: list[int], raw_ids: list[bytes], versions: list[int]) -> list[str]:
+    """The URIs of memories named by columns: from `_URIS`, the rest made in one batch."""
+    keys = list(zip(types, raw_ids, versions))
+    found = [_URIS.get(k) for k in keys]
+    missing = [k for k, uri in zip(keys, found) if uri is None]
+    if not missing:
+        return cast("list[str]", found)
+    made = dict(zip(missing, format_uris([MemoryType(t) for t, _, _ in missing], [i for _, i, _ in missing], [v for _, _, v in missing])))
+    if len(_URIS) + len(made) > _URIS_MAX:
+        _URIS.clear()
+    _URIS.update(made)
+    return [made[k] if uri is None else uri for k, uri in zip(keys, found)]
 
 
 def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) -> Bundle:
@@ -610,7 +623,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     trim = _trim(scores, tokens, cols["id_hi"], cols["id_lo"], plan.budget)
     dropped, total = len(cols) - len(trim.survivors), trim.total
     gone = cols.take(trim.reachable)
-    reachable = [_uri(t, raw_id, v) for t, raw_id, v in zip(gone["type"].tolist(), gone.ids(), gone["version"].tolist())]
+    reachable = _uris(gone["type"].tolist(), gone.ids(), gone["version"].tolist())
 
     # Read and render the survivors only: one multi-get of the heads not in view.
     keep = trim.survivors
@@ -734,7 +747,7 @@ def _cutoff(scores: np.ndarray, m: int) -> float:
 
 
 def _texts(raw_ids: list[bytes]) -> list[str]:
-    return [encode_id(i) for i in raw_ids]
+    return encode_ids(raw_ids)
 
 
 class _Stale:
@@ -768,7 +781,7 @@ class _Stale:
         if got is None:
             return []
         cols = got[0]
-        return [_uri(t, raw_id, v) for t, raw_id, v in zip(cols["type"].tolist(), cols.ids(), cols["version"].tolist())]
+        return _uris(cols["type"].tolist(), cols.ids(), cols["version"].tolist())
 
     def scores(self) -> list[float]:
         got = self._in_id_order()

@@ -42,7 +42,7 @@ from .errors import (
     ValidationError,
 )
 from .forms import DEFAULT_ENCODING, Tokenizer
-from .ids import URI, IdGenerator, encode_id
+from .ids import URI, IdGenerator, encode_id, encode_ids
 from .journal import append
 from .memory import CurrentHeads, Memory, ViewCache
 from .model import check_datetime, check_int, check_text
@@ -354,15 +354,18 @@ class Engine:
         """The views of the heads stored under `keys` (None where there is none):
         from `heads` where it has them, one multi-get for the rest. Call inside `read()`."""
         if self.heads is None:
-            return [None if raw is None else self.views.view(key, raw) for key, raw in zip(keys, self.storage.multi_get(keys))]
+            texts = encode_ids([key[len(HEAD_PREFIX):] for key in keys])
+            return [None if raw is None else self.views.view(key, raw, text)
+                    for key, raw, text in zip(keys, self.storage.multi_get(keys), texts)]
         found = [self.heads.get(key) for key in keys]
         missing = [key for key, memory in zip(keys, found) if memory is None]
         if missing:
-            read = dict(zip(missing, self.storage.multi_get(missing)))
+            texts = encode_ids([key[len(HEAD_PREFIX):] for key in missing])
+            read = {key: (raw, text) for key, raw, text in zip(missing, self.storage.multi_get(missing), texts) if raw is not None}
             for i, key in enumerate(keys):
-                raw = read.get(key) if found[i] is None else None
-                if raw is not None:
-                    found[i] = memory = self.views.view(key, raw)
+                if found[i] is None and key in read:
+                    raw, text = read[key]
+                    found[i] = memory = self.views.view(key, raw, text)
                     self.heads.put(key, memory)
         return found
 

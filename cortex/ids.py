@@ -19,6 +19,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from .errors import BadURI, ValidationError
 from .model import MemoryType
 
@@ -38,6 +40,30 @@ def encode_id(raw: bytes) -> str:
     (two leading zero bits), ten bits (two characters) at a time."""
     n = int.from_bytes(raw, "big")
     return "".join([_PAIRS[(n >> shift) & 1023] for shift in _PAIR_SHIFTS])
+
+
+# `encode_ids`, digit by digit: digit i of the 130-bit number covers its bits
+# [125 - 5i, 130 - 5i). Those bits lie in the high 64-bit half, in the low one, or
+# (digit 13, bits 60-64) across both.
+_DIGIT_LOW = np.array([125 - 5 * i for i in range(26)], dtype=np.int64)
+_FROM_HI = _DIGIT_LOW >= 64
+_HI_SHIFT = np.where(_FROM_HI, _DIGIT_LOW - 64, 0).astype(np.uint64)
+_LO_SHIFT = np.where(_FROM_HI, 0, _DIGIT_LOW).astype(np.uint64)
+_ACROSS = ~_FROM_HI & (_DIGIT_LOW + 5 > 64)
+_HI_UP = np.where(_ACROSS, 64 - _DIGIT_LOW, 0).astype(np.uint64)
+_ALPHABET_CODES = np.frombuffer(_ALPHABET.encode("ascii"), dtype=np.uint8)
+
+
+def encode_ids(raws: list[bytes]) -> list[str]:
+    """`encode_id` of many ids in one pass of array operations: a third of the cost
+    for the few dozen ids a `context()` call names (its survivors, its reachable URIs)."""
+    if not raws:
+        return []
+    halves = np.frombuffer(b"".join(raws), dtype=">u8").reshape(-1, 2).astype(np.uint64)
+    hi, lo = halves[:, :1], halves[:, 1:]
+    digits = np.where(_FROM_HI, hi >> _HI_SHIFT, (lo >> _LO_SHIFT) | np.where(_ACROSS, hi << _HI_UP, np.uint64(0)))
+    text = _ALPHABET_CODES[digits & np.uint64(31)].tobytes().decode("ascii")
+    return [text[i : i + 26] for i in range(0, len(text), 26)]
 
 
 def decode_id(text: str, field_name: str = "id") -> bytes:
@@ -104,7 +130,16 @@ class URI:
 
 
 def format_uri(mtype: MemoryType, raw_id: bytes, version: int) -> str:
-    return f"cortex://{mtype.type_name}/{encode_id(raw_id)}#{version}"
+    return _uri_text(mtype, encode_id(raw_id), version)
+
+
+def format_uris(types: list[MemoryType], raw_ids: list[bytes], versions: list[int]) -> list[str]:
+    """`format_uri` of many memories, their ids encoded in one batch (`encode_ids`)."""
+    return [_uri_text(t, text, v) for t, text, v in zip(types, encode_ids(raw_ids), versions, strict=True)]
+
+
+def _uri_text(mtype: MemoryType, id_text: str, version: int) -> str:
+    return f"cortex://{mtype.type_name}/{id_text}#{version}"
 
 
 def parse_uri(text: object, field_name: str = "uri") -> URI:

@@ -102,15 +102,17 @@ class Memory:
             setter(self, None)
 
     @classmethod
-    def stored(cls, raw_id: bytes, head: list[Any], number: int | None = None, version: list[Any] | None = None) -> Memory:
+    def stored(cls, raw_id: bytes, head: list[Any], number: int | None = None, version: list[Any] | None = None,
+               id_text: str | None = None) -> Memory:
         """A view over a decoded head record (the current version), or over an older
-        version record with the head's memory-wide fields."""
+        version record with the head's memory-wide fields. `id_text` is the id's
+        text when the caller has it already (`encode_ids` of a batch)."""
         if not head_shape_ok(head):
             raise CorruptRecord(head_key(raw_id), "bad head record")
         if version is not None and not version_shape_ok(version, head[H_TYPE]):
             raise CorruptRecord(version_key(raw_id, number or 0), "bad version record")
         memory = object.__new__(cls)
-        _SET_FIELDS(memory, {})
+        _SET_FIELDS(memory, {} if id_text is None else {"id": id_text})
         _SET_RAW_ID(memory, raw_id)
         _SET_HEAD(memory, head)
         _SET_VERSION(memory, version)
@@ -231,11 +233,12 @@ class ViewCache:
         self._views: OrderedDict[tuple[bytes, bytes], Memory] = OrderedDict()
         self._lock = threading.Lock()  # readers share a handle: one evicts at a time
 
-    def view(self, key: bytes, raw: bytes) -> Memory:
-        """The view of the head stored under `key` as `raw` (`CorruptRecord` if bad)."""
+    def view(self, key: bytes, raw: bytes, id_text: str | None = None) -> Memory:
+        """The view of the head stored under `key` as `raw` (`CorruptRecord` if bad);
+        `id_text` as in `Memory.stored`."""
         memory = self._views.get((key, raw))
         if memory is None:
-            memory = Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw))
+            memory = Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw), id_text=id_text)
             with self._lock:
                 if len(self._views) >= self.size:
                     self._views.popitem(last=False)

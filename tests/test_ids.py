@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import cortex
 from cortex import BadURI, Fact, MemoryType, Preference, ValidationError, Write
-from cortex.ids import URI, IdGenerator, decode_id, encode_id, format_uri, parse_uri
+from cortex.ids import URI, IdGenerator, decode_id, encode_id, encode_ids, format_uri, format_uris, parse_uri
 from cortex.model import to_micros
 
 from conftest import FakeClock, open_store
@@ -93,6 +93,23 @@ def test_id_text_round_trip_and_order_property(raw):
 @given(a=st.binary(min_size=16, max_size=16), b=st.binary(min_size=16, max_size=16))
 def test_id_text_sorts_like_bytes_property(a, b):
     assert (encode_id(a) < encode_id(b)) == (a < b)
+
+
+# Ids that set each of the 26 digits alone, all ones, and the highest and lowest.
+_EDGE_IDS = [(1 << k).to_bytes(16, "big") for k in range(0, 128, 5)] + [bytes(16), b"\xff" * 16]
+
+
+@given(raws=st.lists(st.binary(min_size=16, max_size=16), max_size=80))
+def test_batch_encoding_equals_one_by_one_property(raws):
+    raws = raws + _EDGE_IDS
+    assert encode_ids(raws) == [encode_id(raw) for raw in raws]
+    versions = list(range(1, len(raws) + 1))
+    types = [list(MemoryType)[i % len(MemoryType)] for i in range(len(raws))]
+    assert format_uris(types, raws, versions) == [format_uri(t, raw, v) for t, raw, v in zip(types, raws, versions)]
+
+
+def test_batch_encoding_of_nothing_is_empty():
+    assert encode_ids([]) == [] and format_uris([], [], []) == []
 
 
 BAD_URIS = [
