@@ -30,7 +30,10 @@ scored candidate (lazy, keyed by id text, as in cortex).
 
 `compare(c, queries, now)` checks that all of them agree on every query, then times
 them (one untimed warm pass, then one timed pass, taking turns query by query) and
-returns p50 / p99 and each baseline's p50 as a ratio to cortex's.
+returns p50 / p99 and each baseline's p50 as a ratio to cortex's. It then times
+cortex and the two lean SQLite variants again, each running the whole query list
+alone (`"alone"`): taking turns, each call starts with CPU caches the previous
+implementation filled, which at 100k doubled cortex's median (0.48 -> 0.97 ms).
 """
 
 from __future__ import annotations
@@ -594,6 +597,29 @@ def _times(impls: dict[str, Any], queries: list[dict[str, Any]]) -> dict[str, li
     return out
 
 
+# The implementations `compare` also times alone, a whole pass each: cortex and
+# SQLite running cortex's own design (the two slow baselines would add minutes).
+ALONE = ("cortex", "sqlite_lean", "sqlite_bulk")
+
+
+def _times_alone(impls: dict[str, Any], queries: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Per-query milliseconds of each implementation running the whole query list on
+    its own, as one process serving one agent would: two rounds, the order of the
+    passes reversed in the second. Taking turns query by query (`_times`) makes
+    every call start with caches another implementation just filled; this measures
+    each with its own."""
+    names = list(impls)
+    out: dict[str, list[float]] = {name: [] for name in names}
+    for order in (names, names[::-1]):
+        for name in order:
+            fn = impls[name]
+            for q in queries:
+                t = time.perf_counter()
+                fn(**q)
+                out[name].append((time.perf_counter() - t) * 1000.0)
+    return out
+
+
 def _summary(times: list[float]) -> dict[str, float]:
     a = np.array(times)
     return {"p50_ms": float(np.percentile(a, 50)), "p99_ms": float(np.percentile(a, 99)), "mean_ms": float(a.mean())}
@@ -612,6 +638,8 @@ def compare(c: Any, queries: list[dict[str, Any]], now: datetime, *, sqlite: Sql
          "ratio_original": original p50 / cortex p50,
          "ratio_sqlite": sqlite p50 / cortex p50,
          "ratio_sqlite_bulk": sqlite_bulk p50 / cortex p50,
+         "alone": {"cortex", "sqlite_lean", "sqlite_bulk": {...},
+                   "ratio_sqlite_lean", "ratio_sqlite_bulk"} (`_times_alone`),
          "queries": len(queries), "candidates": {"p50", "p99", "max"} (scored per call),
          "sqlite_load_s": seconds (only when it loaded one)}
 
@@ -637,10 +665,13 @@ def compare(c: Any, queries: list[dict[str, Any]], now: datetime, *, sqlite: Sql
         _times(impls, timed)  # warm
         for name, times in _times(impls, timed).items():
             report[name] = _summary(times)
+        report["alone"] = {name: _summary(times) for name, times in _times_alone({n: impls[n] for n in ALONE}, timed).items()}
     finally:
         if own:
             sqlite.close()
     base = report["cortex"]["p50_ms"]
     for name in ("original", "sqlite", "sqlite_lean", "sqlite_bulk"):
         report[f"ratio_{name}"] = report[name]["p50_ms"] / base
+    for name in ALONE[1:]:
+        report["alone"][f"ratio_{name}"] = report["alone"][name]["p50_ms"] / report["alone"]["cortex"]["p50_ms"]
     return report
