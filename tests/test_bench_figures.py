@@ -154,6 +154,22 @@ def test_the_summary_and_the_tables_show_the_new_figures(report, tmp_path):
     assert rows["cold process (import, open, 1 context), median of 10, ms"] == "—"  # not in a hot-only run
 
 
+def test_the_summary_and_the_tables_show_both_side_by_side_ratios(store, report, tmp_path):
+    from cortex.bench.baselines import compare
+
+    queries = Workload(MEMORIES).queries(6)
+    with cortex.open(store, actor="bench-agent", mode="r") as c:
+        base = compare(c, queries, harness.BASELINE_NOW)
+    full = {**report, "baselines": base}
+    full["verdict"] = harness._verdict(full)
+    assert (f"SQLite lean + numpy is {base['ratio_sqlite_bulk']:.2f}x slower taking turns per query, "
+            f"{base['alone']['ratio_sqlite_bulk']:.2f}x each running alone (p50)") in harness.summary(full)
+    (tmp_path / f"n{MEMORIES}.json").write_text(json.dumps(full))
+    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ")[1].rstrip(" |") for line in harness.tables(tmp_path).splitlines()[2:]}
+    assert rows["ratio sqlite_bulk / cortex, each alone (p50)"] == f"{base['alone']['ratio_sqlite_bulk']:.2f}x"
+    assert rows["cortex alone, p50 / p99 ms (fixed now)"] == "{p50_ms:.2f} / {p99_ms:.2f}".format(**base["alone"]["cortex"])
+
+
 def test_cortex_bench_hot_only_on_an_existing_store(store, tmp_path, capsys):
     out = tmp_path / "hot.json"
     assert cli_main(["bench", "--memories", str(MEMORIES), "--queries", "20", "--store", store, "--hot-only", "--hot-rounds", "1",

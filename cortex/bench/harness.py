@@ -289,6 +289,9 @@ def summary(report: dict[str, Any]) -> str:
     if "baselines" in report:
         base = report["baselines"]
         lines.append(f"the original algorithm is {base['ratio_original']:.1f}x slower, the same on SQLite {base['ratio_sqlite']:.1f}x (p50)")
+        if "alone" in base:
+            lines.append(f"SQLite lean + numpy is {base['ratio_sqlite_bulk']:.2f}x slower taking turns per query, "
+                         f"{base['alone']['ratio_sqlite_bulk']:.2f}x each running alone (p50)")
     met = sorted(k for k, v in report["verdict"].items() if v)  # sorted: as a report read back from JSON has them
     missed = sorted(k for k, v in report["verdict"].items() if v is False)
     lines.append(f"targets met: {', '.join(met) or 'none'}" + (f"; not met: {', '.join(missed)}" if missed else ""))
@@ -359,6 +362,10 @@ def tables(results_dir: Path) -> str:
         row(f"{label}, p50 / p99 ms (fixed now)", lambda r, n=name: "{p50_ms:.2f} / {p99_ms:.2f}".format(**r["baselines"][n]))
     for name in ("original", "sqlite", "sqlite_lean", "sqlite_bulk"):
         row(f"ratio {name} / cortex (p50)", lambda r, n=name: f"{r['baselines'][f'ratio_{n}']:.1f}x")
+    for name in ("cortex", "sqlite_lean", "sqlite_bulk"):
+        row(f"{name} alone, p50 / p99 ms (fixed now)", lambda r, n=name: "{p50_ms:.2f} / {p99_ms:.2f}".format(**r["baselines"]["alone"][n]))
+    for name in ("sqlite_lean", "sqlite_bulk"):
+        row(f"ratio {name} / cortex, each alone (p50)", lambda r, n=name: f"{r['baselines']['alone'][f'ratio_{n}']:.2f}x")
     row("cold process (import, open, 1 context), median of 10, ms", lambda r: f"{r['cold_process_ms_median']:.0f}")
     row("bulk ingest (write_many, ingest_helper=True), memories/s", lambda r: f"{r['bulk_ingest_per_s']:,.0f}")
     row(f"bulk ingest without the helper (first {INLINE_INGEST_SAMPLE:,}), memories/s", lambda r: f"{r['bulk_ingest_inline_per_s']:,.0f}")
