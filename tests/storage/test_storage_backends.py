@@ -159,6 +159,22 @@ def test_a_reader_of_no_store_is_not_found(opener) -> None:
 # -- PostgreSQL only --------------------------------------------------------------
 
 
+def test_rocksdb_writes_a_batch_in_key_order(tmp_path) -> None:
+    """The write-ahead log holds a batch's keys in ascending order, whatever order the
+    batch came in: RocksDB (and a follower replaying the log) inserts them in that
+    order, and in key order each insert starts beside the last."""
+    storage = open_rocksdb(str(tmp_path / "s"), read_only=False, cache_mb=8, sync=False)
+    try:
+        keys = [b"m/~later-key", b"idx/~middle-key", b"j/~early-key", b"a/~first-key"]
+        storage.write({key: b"value-of-" + key for key in keys})
+        log = b"".join(path.read_bytes() for path in sorted((tmp_path / "s").glob("*.log")))
+        positions = [log.index(key) for key in sorted(keys)]
+        assert positions == sorted(positions)
+        assert storage.multi_get(keys) == [b"value-of-" + key for key in keys]
+    finally:
+        storage.close()
+
+
 @pytest.fixture
 def pg(pg_dsn: str, pg_actor: str) -> Iterator[Callable[..., PostgresStorage]]:
     """`pg(actor_suffix="", **kwargs)`: open_postgres on the test server; closed afterwards."""
