@@ -54,9 +54,14 @@ _HI_UP = np.where(_ACROSS, 64 - _DIGIT_LOW, 0).astype(np.uint64)
 _ALPHABET_CODES = np.frombuffer(_ALPHABET.encode("ascii"), dtype=np.uint8)
 
 
+_ENCODE_BATCH = 4096  # ids per pass: bounds the arrays (26 digits of 8 bytes per id)
+
+
 def encode_ids(raws: list[bytes]) -> list[str]:
     """`encode_id` of many ids in one pass of array operations: a third of the cost
     for the few dozen ids a `context()` call names (its survivors, its reachable URIs)."""
+    if len(raws) > _ENCODE_BATCH:
+        return [text for start in range(0, len(raws), _ENCODE_BATCH) for text in encode_ids(raws[start : start + _ENCODE_BATCH])]
     if not raws:
         return []
     halves = np.frombuffer(b"".join(raws), dtype=">u8").reshape(-1, 2).astype(np.uint64)

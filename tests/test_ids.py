@@ -108,8 +108,11 @@ def test_batch_encoding_equals_one_by_one_property(raws):
     assert format_uris(types, raws, versions) == [format_uri(t, raw, v) for t, raw, v in zip(types, raws, versions)]
 
 
-def test_batch_encoding_of_nothing_is_empty():
+def test_batch_encoding_of_nothing_is_empty_and_of_many_is_in_order():
     assert encode_ids([]) == [] and format_uris([], [], []) == []
+    rng = random.Random(5)
+    many = [rng.randbytes(16) for _ in range(5_000)] + [i.to_bytes(16, "big") for i in range(5_000)]
+    assert encode_ids(many) == [encode_id(raw) for raw in many]
 
 
 BAD_URIS = [
