@@ -19,7 +19,7 @@ from . import edges, index
 from .engine import Engine
 from .errors import TypeMismatch, ValidationError
 from .forms import build_forms, check_forms
-from .ids import URI, format_uri, parse_uri
+from .ids import URI, format_uris, parse_uri
 from .journal import append
 from .model import (
     MAX_IMPORTANCE,
@@ -117,7 +117,6 @@ def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
         raw_ids = e.ids.next_many(now // 1000, len(batch))
         puts: dict[bytes, bytes | None] = {}
         journal = e.journal
-        uris = []
         for raw_id, item, record, form in zip(raw_ids, batch, records, itertools.chain.from_iterable(chunks)):
             data = item.data
             forms = (form.short, form.medium)
@@ -140,12 +139,11 @@ def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
             puts[salience_key(raw_id)] = score.encode()
             puts.update(index.entries(raw_id, head, score))
             journal = append(puts, journal, "write", now, payload)
-            uris.append(format_uri(data.TYPE, raw_id, 1))
         links = [(raw_id, item.supersedes) for raw_id, item in zip(raw_ids, batch) if item.supersedes]
         if links:
             journal = edges.supersede(e, puts, journal, now, links, set(raw_ids))
         e.apply(puts, journal, now)
-    return uris
+    return format_uris([w.data.TYPE for w in batch], raw_ids, [1] * len(batch))
 
 
 def update(e: Engine, uri: str, data: MemoryData) -> str:
