@@ -354,9 +354,7 @@ class Engine:
         """The views of the heads stored under `keys` (None where there is none):
         from `heads` where it has them, one multi-get for the rest. Call inside `read()`."""
         if self.heads is None:
-            texts = encode_ids([key[len(HEAD_PREFIX):] for key in keys])
-            return [None if raw is None else self.views.view(key, raw, text)
-                    for key, raw, text in zip(keys, self.storage.multi_get(keys), texts)]
+            return [None if raw is None else self.views.view(key, raw) for key, raw in zip(keys, self.storage.multi_get(keys))]
         found = [self.heads.get(key) for key in keys]
         missing = [key for key, memory in zip(keys, found) if memory is None]
         if missing:

@@ -156,7 +156,7 @@ def test_a_reader_of_no_store_is_not_found(opener) -> None:
         opener("nothing-here", read_only=True)
 
 
-# -- PostgreSQL only --------------------------------------------------------------
+# -- RocksDB only -----------------------------------------------------------------
 
 
 def test_rocksdb_writes_a_batch_in_key_order(tmp_path) -> None:
@@ -173,6 +173,9 @@ def test_rocksdb_writes_a_batch_in_key_order(tmp_path) -> None:
         assert storage.multi_get(keys) == [b"value-of-" + key for key in keys]
     finally:
         storage.close()
+
+
+# -- PostgreSQL only --------------------------------------------------------------
 
 
 @pytest.fixture
