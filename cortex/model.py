@@ -377,7 +377,6 @@ def check_tags(value: object) -> tuple[str, ...]:
     return tuple(distinct)
 
 
-
 def check_instances(field_name: str, value: object, cls: type[_T], rule: str, *, refused: tuple[type, ...] = ()) -> list[_T]:
     """`value`'s items as a list, each an instance of `cls` (`cortex.<cls>`). `rule`
     is broken when `value` is not list-like or is one of `refused` (a lone item, a
