@@ -11,6 +11,7 @@ store's life.
     cortex stats STORE                   what the store holds
     cortex verify STORE                  check the whole store (exit 1 on problems)
     cortex rebuild STORE                 recreate the derived keys
+    cortex optimize STORE                pack hot objects' frame entries for faster first reads
     cortex bench                         the benchmark harness on a temporary store
     cortex demo                          a small agent's store, explained
 
@@ -224,7 +225,7 @@ def cli(debug: bool) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Store life: init, write, attest, tombstone, rebuild
+# Store life: init, write, attest, tombstone, rebuild, optimize
 
 
 @cli.command(short_help="Create an empty store.", epilog=_epilog("cortex init ./store --actor agent-ops-1"))
@@ -375,6 +376,25 @@ def rebuild(store: str, actor: str | None, as_json: bool) -> int:
     with _open(store, actor, write=True) as c:
         damage = c.rebuild()
     return _report_problems(damage, as_json, "damage", f"rebuilt; {len(damage)} problem(s) left in canonical records")
+
+
+@cli.command(short_help="Pack hot objects' frame entries for faster first reads.", epilog=_epilog("cortex optimize ./store"))
+@_store_argument
+@_actor_option
+@_json_option
+def optimize(store: str, actor: str | None, as_json: bool) -> int:
+    """Pack the frame entries of every hot object (a verb and object filed under by
+    thousands of memories) into a few large values, so the first context() on it
+    reads them at once. Run it after a bulk load or now and then; answers never
+    change, and nothing is journaled (the root stays the same)."""
+    with _open(store, actor, write=True) as c:
+        done = c.optimize()
+    if as_json:
+        _echo_json(done)
+    else:
+        packed, rows = done["packed"], done["rows"]
+        click.echo(f"packed {packed:,} frame {'prefix' if packed == 1 else 'prefixes'} ({rows:,} {'entry' if rows == 1 else 'entries'})")
+    return 0
 
 
 def _report_problems(lines: list[str], as_json: bool, key: str, summary: str) -> int:

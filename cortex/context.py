@@ -48,7 +48,7 @@ from .scope import Evaluator, Refusal, SignedScope, capped_budget, check_signed,
 from .writes import report_violation
 from .forms import FORM_NAMES
 from .ids import encode_id, encode_ids, format_uris
-from .index import actor_obj, edge, entry, frame, hot, pinned
+from .index import actor_obj, edge, entry, frame, hot, packs, pinned
 from .index.entry import Columns
 from .memory import Memory
 from .model import Edge, MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, from_micros, json_value, to_micros
@@ -501,7 +501,8 @@ def _outcome_values(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evalu
 def _frame_relevant(e: Engine, plan: _Plan) -> list[_Block]:
     """Every entry under each (verb, kind, ref) frame, one block per object (copies and
     expired memories included: the composer drops them for all tiers at once). A hot
-    object's entries come from the handle's cache (`cortex.index.hot`) when it has them."""
+    object's entries come from the handle's cache (`cortex.index.hot`) when it has them,
+    and from its pack (`cortex.index.packs`) when it has one."""
     assert plan.verb is not None
     blocks = []
     for kind, ref in plan.objects:
@@ -509,6 +510,13 @@ def _frame_relevant(e: Engine, plan: _Plan) -> list[_Block]:
         cached = None if e.hot is None else e.hot.lookup(prefix)
         if cached is not None:
             blocks.append(_Block(cached, by_id=True))
+            continue
+        if e.packs is not None and prefix in e.packs:
+            decoded = packs.read(e.storage, prefix)
+            e.index_entries_read += len(decoded)
+            if e.hot is not None:
+                e.hot.store(prefix, decoded)
+            blocks.append(_Block(decoded, by_id=True))
             continue
         values = e.storage.scan_values(prefix, frame.key_of(prefix))
         e.index_entries_read += len(values)

@@ -66,6 +66,7 @@ from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
 from .scope import ScopeState
 from .index.hot import HotFrames
+from .index.packs import FramePacks
 from .storage import Batch, Storage, is_dsn
 from .workers import FormsPool
 
@@ -211,6 +212,8 @@ class Engine:
         self.hot = None if storage.live_reads else HotFrames()
         # Views of current heads by key (`cortex.memory.CurrentHeads`), same rule.
         self.heads = None if storage.live_reads else CurrentHeads()
+        # Packed frame prefixes and their bounds (`cortex.index.packs`), same rule.
+        self.packs = None if storage.live_reads else FramePacks()
         self._last_weights: tuple[bytes, Weights] | None = None  # stored bytes -> decoded
         self._pool: FormsPool | None = None
         self._check_or_init_meta()
@@ -219,6 +222,8 @@ class Engine:
         self.ids = IdGenerator(options.entropy, last_head[len(HEAD_PREFIX):] if last_head else None)
         self.journal = JournalHead.decode(storage.get(META_JOURNAL))
         self.clock_high = decode_clock_high(storage.get(META_CLOCK_HIGH)) or 0
+        if self.packs is not None:
+            self.packs.load(storage)
         # Followers: the latest time any write of the current view was made at. A
         # view holding a memory created later is torn (see cortex.context).
         self.journal_at: int | None = None
@@ -300,6 +305,8 @@ class Engine:
                 self.drop_caches()
                 self.storage.catch_up(reopen)
                 self._load_view()
+                if self.packs is not None:
+                    self.packs.load(self.storage)
 
     def drop_caches(self) -> None:
         """Forget what mirrors the stored keys (the view is moving or closing)."""
@@ -439,7 +446,10 @@ class Engine:
     def write(self, puts: Batch) -> None:
         """Write a batch atomically: the only way a batch reaches storage, so the
         caches that mirror stored keys see every change (`cortex.index.hot`,
-        `cortex.memory.CurrentHeads`)."""
+        `cortex.memory.CurrentHeads`) and packed frames get their dirty markers
+        (`cortex.index.packs`)."""
+        if self.packs is not None:
+            puts = self.packs.mark(puts)
         try:
             self.storage.write(puts)
         finally:
@@ -447,4 +457,6 @@ class Engine:
                 self.heads.forget(puts)
         if self.hot is not None:
             self.hot.observe(puts)
+        if self.packs is not None:
+            self.packs.observe(puts)
 

@@ -318,3 +318,11 @@ class Cortex:
     def rebuild(self) -> list[str]:
         """Recreate every derived key; return the canonical damage left. See `cortex.upkeep`."""
         return _upkeep.rebuild(self._engine)
+
+    def optimize(self) -> dict[str, int]:
+        """Pack the frame entries of hot objects so a handle's first `context()` on one
+        reads a few large values instead of one per memory (like SQLite's `PRAGMA
+        optimize`, run it after a bulk load or now and then; answers never change).
+        Returns `{"packed": frame prefixes packed, "rows": entries they hold}`. See
+        `cortex.upkeep.optimize`."""
+        return _upkeep.optimize(self._engine)

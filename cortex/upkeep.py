@@ -1,10 +1,12 @@
-"""Upkeep of a store: `verify()` and `rebuild()`.
+"""Upkeep of a store: `verify()`, `rebuild()` and `optimize()`.
 
 Both fold the whole journal (`replay_journal`) into what the canonical records
 imply: every memory's salience record, the learned weights, the latest write time,
 the facts every head must agree with, and the trusted scope signers and revoked
 scopes (`cortex.scope.Grants`). `verify()` compares that, and every
-derived key, with what is stored; `rebuild()` writes it.
+derived key, with what is stored; `rebuild()` writes it. `optimize()` packs the
+entries of large frame prefixes (`cortex.index.packs`), which `verify()` checks
+against the entries and `rebuild()` recreates.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from .journal import EDGE_KINDS, SCOPE_KINDS, HeadFacts, chain, entry_problem, n
 from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
 from .scope import GRANT_PREFIXES, Grants
-from .index import hot
+from .index import hot, packs
 from .index.entry import Columns
 from .storage import scan_keys
 from .records import (
@@ -185,6 +187,15 @@ def verify(e: Engine) -> list[str]:
     return problems
 
 
+def _verify_packs(e: Engine, problems: list[str]) -> None:
+    """Packed frames against the entries they copy (`cortex.index.packs`); a backend
+    without packs must hold no pack key."""
+    if e.packs is None:
+        problems.extend(f"{_show(key)}: pack key on a backend without packs" for key in scan_keys(e.storage, packs.PREFIX))
+        return
+    problems.extend(f"{_show(key)}: {problem}" for key, problem in packs.check(e.storage))
+
+
 def _verify_hot(e: Engine, problems: list[str]) -> None:
     """The handle's cache of hot frame entries (`cortex.index.hot`) against storage."""
     if e.hot is None:
@@ -235,6 +246,7 @@ def _verify_into(e: Engine, problems: list[str]) -> None:
                     problems.append(f"{_show(key)}: {index.edge.flag_problem(want, value) or 'stale or corrupt value'}")
         for key in sorted(expected):
             problems.append(f"{_show(key)}: missing entry")
+        _verify_packs(e, problems)
         _verify_hot(e, problems)
         _verify_heads(e, problems)
         if e.storage.get(META_CLOCK_HIGH) != (encode_clock_high(high) if head.seq else None):
@@ -258,6 +270,10 @@ def rebuild(e: Engine) -> list[str]:
     e.check_writable()
     problems: list[str] = []
     with e.lock.write():
+        # Packs copy entries this may change: drop them first, pack again at the end.
+        packed = [packs.prefix_of(tail) for tail in packs.packed_tails(e.storage)]
+        for prefix in packed:
+            e.write(dict.fromkeys(packs.stored_keys(e.storage, packs.tail_of(prefix))))
         head, scores, weights, facts, high, grants = replay_journal(e, problems)
         expected = expected_derived(e, scores, facts, problems)
         expected.update(grants.records())
@@ -273,7 +289,39 @@ def rebuild(e: Engine) -> list[str]:
         keys = list(puts)
         for start in range(0, len(keys), 50_000):
             e.write({k: puts[k] for k in keys[start : start + 50_000]})
+        if e.packs is not None:
+            for prefix in packed:
+                e.write(packs.pack_batch(e.storage, prefix))
     return problems
+
+
+def optimize(e: Engine, min_rows: int = packs.MIN_ROWS) -> dict[str, int]:
+    """Pack the entries of every frame prefix holding at least `min_rows` of them, and
+    repack the prefixes packed before (`cortex.index.packs`): afterwards the first
+    `context()` on a hot object reads its frame in a few large reads. Returns
+    `{"packed": prefixes now packed, "rows": entries they hold}`.
+
+    One scan of every frame key finds the prefixes, then each is packed in a batch of
+    its own under the write lock: readers wait for one prefix at most. Changes
+    nothing a read returns, and writes no journal entry (`root()` is unchanged).
+    Backends without packs (PostgreSQL, whose own B-tree serves a frame in one range
+    scan) pack nothing and return zeros.
+    """
+    e.check_writable()
+    if e.packs is None:
+        return {"packed": 0, "rows": 0}
+    with e.lock.read():
+        large = packs.large_prefixes(e.storage, min_rows)
+        before = [packs.prefix_of(tail) for tail in packs.packed_tails(e.storage)]
+    packed = rows = 0
+    for prefix in sorted({*large, *before}):
+        with e.lock.write():
+            batch = packs.pack_batch(e.storage, prefix)
+            e.write(batch)
+        count = packs.rows_in(batch, prefix)
+        packed += count > 0
+        rows += count
+    return {"packed": packed, "rows": rows}
 
 
 def _head_mismatch(head: Head, fact: HeadFacts) -> str | None:
@@ -313,7 +361,7 @@ def _head_mismatch_version(head: Head, version: Version) -> str | None:
     return next((f"its current version ({name})" for name, have, want in checks if have != want), None)
 
 
-_KEY_NAMES = (*index.DERIVED_PREFIXES, SALIENCE_PREFIX, VERSION_PREFIX, HEAD_PREFIX, JOURNAL_PREFIX, *GRANT_PREFIXES, META_PREFIX)
+_KEY_NAMES = (packs.DIR_PREFIX, packs.ROWS_PREFIX, packs.DIRTY_PREFIX, *index.DERIVED_PREFIXES, SALIENCE_PREFIX, VERSION_PREFIX, HEAD_PREFIX, JOURNAL_PREFIX, *GRANT_PREFIXES, META_PREFIX)
 
 
 def _show(key: bytes) -> str:

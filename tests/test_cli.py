@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import cortex
-from cortex import Constraint, Event, Fact, Frame, Goal, Identity, Preference
+from cortex import Constraint, Event, Fact, Frame, Goal, Identity, Preference, upkeep
 from cortex.cli import main
 from conftest import FakeClock
 
@@ -241,10 +241,10 @@ def cli_run(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_every_command_s_help_has_an_example_and_the_closed_sets(capsys):
     status, out, _ = cli_run(capsys, "--help")
-    commands = ["init", "write", "attest", "tombstone", "rebuild", "context", "resolve", "find", "stats", "verify", "bench", "demo",
-                "export", "import", "import-hmx", "export-fingerprint", "import-fingerprint", "migrate", "bench-fleet"]
+    commands = ["init", "write", "attest", "tombstone", "rebuild", "optimize", "context", "resolve", "find", "stats", "verify", "bench",
+                "demo", "export", "import", "import-hmx", "export-fingerprint", "import-fingerprint", "migrate", "bench-fleet"]
     listed = [ln.split()[0] for ln in out.split("Commands:\n")[1].split("\n\n")[0].splitlines()]
-    order = commands[:11] + ["bench-fleet"] + commands[11:-1] + ["mcp"]
+    order = commands[:12] + ["bench-fleet"] + commands[12:-1] + ["mcp"]
     assert status == 0 and listed == order  # mcp's help is the MCP server's own (cortex mcp --help)
     assert "_CORTEX_COMPLETE=bash_source cortex" in out
     for command in commands:
@@ -398,6 +398,71 @@ def test_attest_says_when_a_failure_takes_no_citation(small, capsys):
     assert err == "note: no citation taken away; only the reasons factual_error and wrong_assumption do\n"
     status, out, err = cli_run(capsys, "attest", store, uris["fact"], uris["pref"], "--outcome", "failure", "--reason", cortex.FACTUAL_ERROR)
     assert (status, out, err) == (0, "attested 2 memories: failure\n", "")
+
+
+LLAMA = Frame("analyze", "model", "llama")
+HOT_TASKS = [("acquire", {"service": "gpu"}), ("analyze", {"model": "llama"}), ("analyze", {"service": "gpu"})]
+
+
+def build_hot_store(path: Path) -> None:
+    """A store whose frames hold 9, 5, 4 and 4 entries (one entry per frame of a live
+    memory): at a threshold of 5 entries, two prefixes of 14 entries in all pack."""
+    with cortex.open(path, actor=ACTOR, clock=FakeClock(), entropy=random.Random(5).randbytes) as c:
+        c.write(Identity(name=ACTOR))
+        c.write(Constraint(statement="never pay twice", strength="hard", polarity="dont", source="user_declared"))
+        for i in range(7):  # acquire/service/gpu: 7 facts ...
+            c.write(Fact(statement=f"offer {i}", subject=f"provider-{i}", predicate="price"), frames=[GPU], importance=i % 4)
+        c.write(Event(kind="payment", outcome="success", counterparty="acme"), frames=[GPU])  # ... an outcome ...
+        gone = c.write(Fact(statement="withdrawn offer", subject="provider-x", predicate="price"), frames=[GPU])
+        c.tombstone(gone, "withdrawn")  # ... (a tombstoned memory leaves its frames) ...
+        c.write(Fact(statement="llama-70b fits on 2 A100s", subject="llama", predicate="fits"), frames=[GPU, LLAMA])  # ... 9
+        for i in range(4):  # analyze/model/llama: 4 more, 5 in all
+            c.write(Fact(statement=f"benchmark {i}", subject="llama", predicate="score"), frames=[LLAMA])
+        for i in range(4):  # analyze/service/gpu (same object, another verb) and acquire/service/tpu: 4 each, not packed
+            c.write(Fact(statement=f"utilisation {i}", subject="gpu", predicate="load"), frames=[Frame("analyze", "service", "gpu")])
+            c.write(Fact(statement=f"tpu offer {i}", subject="gcp", predicate="price"), frames=[Frame("acquire", "service", "tpu")])
+
+
+def hot_bundles(store: str) -> tuple[list[str], str]:
+    """The bundles of HOT_TASKS as JSON, from a fresh handle (its first read of each
+    frame), and the store's root."""
+    now = datetime(2025, 6, 1, 12, tzinfo=timezone.utc)
+    with cortex.open(store, actor=ACTOR, mode="r") as c:
+        return [c.context(verb=verb, objects=objects, now=now).to_json() for verb, objects in HOT_TASKS], c.root()
+
+
+@pytest.fixture
+def hot(tmp_path, monkeypatch):
+    """A `build_hot_store` store, and optimize() packing prefixes of 5 entries or more
+    (its default, `packs.MIN_ROWS`, was bound when cortex.upkeep was imported)."""
+    path = tmp_path / "store"
+    build_hot_store(path)
+    monkeypatch.setattr(upkeep.optimize, "__defaults__", (5,))
+    return str(path)
+
+
+def test_optimize_packs_the_hot_frames_and_changes_no_answer(hot, capsys):
+    before = hot_bundles(hot)
+    assert [sum(len(json.loads(b)[tier]) for tier in ("frame_relevant", "outcomes")) for b in before[0]] == [9, 5, 4]
+    assert cli_run(capsys, "optimize", hot, "--json") == (0, json.dumps({"packed": 2, "rows": 14}, indent=2, sort_keys=True) + "\n", "")
+    assert json.loads(cli_run(capsys, "optimize", hot, "--json")[1]) == {"packed": 2, "rows": 14}  # repacks the same two
+    with cortex.open(hot, actor=ACTOR, mode="r") as c:
+        assert len(c._engine.packs) == 2  # a fresh handle reads the two packs
+    assert cli_run(capsys, "verify", hot, "--json") == (0, json.dumps({"problems": []}, indent=2) + "\n", "")
+    assert hot_bundles(hot) == before  # same bundles, byte for byte, and the same root (nothing journaled)
+
+
+def test_optimize_prints_one_line(hot, tmp_path, capsys, monkeypatch):
+    build_store(tmp_path / "small")
+    monkeypatch.setattr(upkeep.optimize, "__defaults__", (9,))  # only acquire/service/gpu is that large
+    assert cli_run(capsys, "optimize", hot) == (0, "packed 1 frame prefix (9 entries)\n", "")
+    monkeypatch.setattr(upkeep.optimize, "__defaults__", (5,))
+    assert cli_run(capsys, "optimize", hot) == (0, "packed 2 frame prefixes (14 entries)\n", "")
+    monkeypatch.setattr(upkeep.optimize, "__defaults__", (10,))  # none that large, but a packed prefix is repacked
+    assert cli_run(capsys, "optimize", hot) == (0, "packed 2 frame prefixes (14 entries)\n", "")
+    monkeypatch.undo()  # the default threshold: a small store has nothing to pack
+    assert cli_run(capsys, "optimize", str(tmp_path / "small")) == (0, "packed 0 frame prefixes (0 entries)\n", "")
+    assert cli_run(capsys, "verify", hot) == (0, "0 problem(s)\n", "")
 
 
 def test_debug_prints_the_traceback(tmp_path, capsys):

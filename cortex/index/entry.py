@@ -127,7 +127,11 @@ class Columns:
 
     @staticmethod
     def decode(values: list[bytes], names: tuple[str, ...]) -> Columns:
-        rows = decode_many(values)
+        return Columns.of_rows(decode_many(values), names)
+
+    @staticmethod
+    def of_rows(rows: np.ndarray, names: tuple[str, ...]) -> Columns:
+        """Decoded rows (`DTYPE`, any byte order) as native-endian columns."""
         return Columns({name: rows[name].astype(rows.dtype[name].newbyteorder("=")) for name in names})
 
     @property

@@ -5,7 +5,9 @@
 
 Keys and values are the same bytes on every backend (`cortex.records`), so a
 migration copies every stored key as it is, derived keys included: nothing is decoded
-or recomputed, and the copy answers every read exactly as the source does.
+or recomputed, and the copy answers every read exactly as the source does. (Packed
+frames, `cortex.index.packs`, are the one exception: a backend that keeps none, as
+PostgreSQL, gets the entries they copy and not the packs.)
 
 How it runs:
 
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 
 from .. import upkeep
 from ..engine import Engine, Options, stored_actor
+from ..index import packs
 from ..errors import StoreError, ValidationError
 from ..records import (
     ALL_PREFIXES,
@@ -129,7 +132,7 @@ def _copy(reader: Engine, writer: Engine, progress: Progress | None) -> tuple[in
 
         for prefix in sorted(ALL_PREFIXES):
             for key, value in reader.storage.scan_items(prefix):
-                if key in (META_JOURNAL, META_IMPORT):
+                if key in (META_JOURNAL, META_IMPORT) or (writer.packs is None and key.startswith(packs.PREFIX)):
                     continue
                 batch[key] = value
                 if len(batch) >= BATCH_KEYS:

@@ -1,0 +1,235 @@
+"""Packed frames (`cortex.index.packs`, `Cortex.optimize()`): a hot object's frame
+entries copied into a few large values, read on a handle's first call on it.
+
+A pack may change no answer. On random stores built to have hot objects shared by
+several queried objects, score ties, expiring and tombstoned memories, superseded
+and contradicting ones, learned weights, and writes after packing (which leave dirty
+markers), every bundle read through the packs equals the bundle of a plain scan of
+the entries, and the packs read back exactly the stored entries. `verify()` names a
+damaged pack, `rebuild()` makes it again, a follower reads the packs of its view,
+and PostgreSQL keeps none.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cortex
+from cortex import Fact, Frame, Write, upkeep
+from cortex.errors import CorruptRecord
+from cortex.index import frame, packs
+from cortex.index.entry import Columns
+from cortex.index.hot import FIELDS, same
+from cortex.ids import parse_uri
+
+from conftest import FakeClock, open_store
+from test_hot_frames import NOW, _everything, _query, _write_some
+
+pytest_plugins = ["pgfixture"]  # pg_dsn, pg_actor (a no-op once tests/conftest.py lists it)
+
+GPU = Frame("acquire", "service", "gpu")
+GPU_DELIVER = Frame("deliver", "service", "gpu")
+ASK = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "budget_tokens": 120}
+
+
+def _prefix(f: Frame) -> bytes:
+    return frame.prefix(f.verb, f.kind, f.ref)
+
+
+def _gpu_prefix() -> bytes:
+    return _prefix(GPU)
+
+
+def _stored(c: cortex.Cortex, prefix: bytes) -> Columns:
+    return Columns.decode(c._engine.storage.scan_values(prefix), FIELDS)
+
+
+def _pack_keys(c: cortex.Cortex) -> list[bytes]:
+    return [key for key, _ in c._engine.storage.scan_items(packs.PREFIX)]
+
+
+def _facts(c: cortex.Cortex, n: int, frames: tuple[Frame, ...] = (GPU,), start: int = 0) -> list[str]:
+    return c.write_many([Write(Fact(statement=f"fact {start + i}" + " y" * (i % 7), subject="s", predicate=f"p{i % 3}"),
+                               frames=frames, importance=i % 11) for i in range(n)])
+
+
+@pytest.fixture(autouse=True)
+def _small_chunks(monkeypatch):
+    """Chunks of 4 rows, so that small stores have packs of several chunks."""
+    monkeypatch.setattr(packs, "CHUNK_ROWS", 4)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), min_rows=st.sampled_from([1, 3, 6]), chunk_rows=st.sampled_from([1, 3, 4, 1024]))
+def test_bundles_read_through_packs_equal_a_scan_of_the_entries(tmp_path_factory, seed, min_rows, chunk_rows):
+    rng = random.Random(seed)
+    saved = packs.CHUNK_ROWS
+    packs.CHUNK_ROWS = chunk_rows
+    try:
+        clock = FakeClock()
+        with open_store(tmp_path_factory.mktemp("packs") / "s", clock) as c:
+            engine = c._engine
+            uris: list[str] = []
+            _write_some(c, clock, rng, rng.randint(30, 100), uris)
+            root = c.root()
+            upkeep.optimize(engine, min_rows=min_rows)
+            assert c.root() == root and len(engine.packs) > 0
+            read_through = 0
+            for _ in range(3):
+                assert packs.check(engine.storage) == []
+                for _ in range(6):
+                    query = _query(rng)
+                    engine.hot = None  # every call reads the packs, never a cached frame
+                    before = engine.index_entries_read
+                    packed = c.context(**query)
+                    read_through += engine.index_entries_read - before
+                    with_packs, engine.packs = engine.packs, packs.FramePacks()  # none: plain scans
+                    scanned = c.context(**query)
+                    engine.packs = with_packs
+                    assert _everything(packed) == _everything(scanned), query
+                _write_some(c, clock, rng, rng.randint(1, 30), uris)  # dirty markers for what changed inside packs
+                if rng.random() < 0.3:
+                    upkeep.optimize(engine, min_rows=min_rows)  # repack: markers go, chunks are rewritten
+            for tail in packs.packed_tails(engine.storage):
+                prefix = packs.prefix_of(tail)
+                assert same(packs.read(engine.storage, prefix), _stored(c, prefix))
+            assert read_through > 0
+            assert c.verify() == []
+    finally:
+        packs.CHUNK_ROWS = saved
+
+
+def test_optimize_packs_large_frames_and_changes_no_answer(tmp_path):
+    clock = FakeClock()
+    with open_store(tmp_path / "s", clock) as c:
+        _facts(c, 10)
+        _facts(c, 3, frames=(GPU_DELIVER,), start=10)
+        before, root = c.context(**ASK).to_json(), c.root()
+        assert upkeep.optimize(c._engine, min_rows=5) == {"packed": 1, "rows": 10}
+        assert c.root() == root
+        tail = packs.tail_of(_gpu_prefix())
+        assert _pack_keys(c) == [packs.dir_key(tail)] + [packs.rows_key(tail, n) for n in range(3)]  # 4 + 4 + 2 rows
+        assert c.verify() == []
+    with open_store(tmp_path / "s", clock) as again:  # a new handle reads the pack, not the entries
+        assert again._engine.packs is not None and _gpu_prefix() in again._engine.packs
+        assert again.context(**ASK).to_json() == before
+        assert again.optimize() == {"packed": 1, "rows": 10}  # the public default packs what was packed before
+
+
+def test_writes_mark_entries_inside_a_pack_and_optimize_clears_the_marks(tmp_path):
+    clock = FakeClock()
+    with open_store(tmp_path / "s", clock) as c:
+        uris = _facts(c, 9)
+        upkeep.optimize(c._engine, min_rows=5)
+        prefix, tail = _gpu_prefix(), packs.tail_of(_gpu_prefix())
+        clock.advance(60)
+        _facts(c, 3, start=9)  # newer ids: after the pack, no marker
+        assert [key for key in _pack_keys(c) if key.startswith(packs.DIRTY_PREFIX)] == []
+        c.update_head(uris[2], importance=10)
+        c.tombstone(uris[5], "gone")
+        marks = [key for key in _pack_keys(c) if key.startswith(packs.DIRTY_PREFIX)]
+        assert marks == sorted(packs.dirty_key(tail, parse_uri(uris[i]).id) for i in (2, 5))
+        got = packs.read(c._engine.storage, prefix)
+        assert same(got, _stored(c, prefix)) and len(got) == 11  # 12 entries less the tombstoned one
+        assert c.verify() == []
+        assert upkeep.optimize(c._engine, min_rows=5) == {"packed": 1, "rows": 11}
+        assert [key for key in _pack_keys(c) if key.startswith(packs.DIRTY_PREFIX)] == []
+        assert _pack_keys(c)[1:] == [packs.rows_key(tail, n) for n in range(3)]  # 4 + 4 + 3 rows: the fourth chunk went
+        assert c.verify() == []
+
+
+def test_an_entry_older_than_the_pack_but_not_in_it_is_read_in_id_order(tmp_path):
+    """An id at or before a pack's last id that the pack does not hold (as an import
+    of old ids or a restored entry writes) is marked and read in its place."""
+    clock = FakeClock()
+    with open_store(tmp_path / "s", clock) as c:
+        elsewhere = _facts(c, 1, frames=(GPU_DELIVER,))[0]
+        clock.advance(60)
+        _facts(c, 6)
+        upkeep.optimize(c._engine, min_rows=5)
+        engine, prefix = c._engine, _gpu_prefix()
+        raw_id = parse_uri(elsewhere).id
+        value = engine.storage.get(_prefix(GPU_DELIVER) + raw_id)
+        assert value is not None
+        engine.write({prefix + raw_id: value})
+        assert engine.storage.get(packs.dirty_key(packs.tail_of(prefix), raw_id)) == b""
+        got = packs.read(engine.storage, prefix)
+        assert same(got, _stored(c, prefix)) and len(got) == 7 and got.ids()[0] == raw_id
+
+
+def test_verify_names_a_damaged_pack_and_rebuild_makes_it_again(tmp_path):
+    clock = FakeClock()
+    with open_store(tmp_path / "s", clock) as c:
+        uris = _facts(c, 10)
+        upkeep.optimize(c._engine, min_rows=5)
+        engine, prefix = c._engine, _gpu_prefix()
+        tail = packs.tail_of(prefix)
+        want = c.context(**ASK).to_json()
+        shown = f"idx/pack/dir/{tail.hex()}"
+        chunk = engine.storage.get(packs.rows_key(tail, 1))
+        assert chunk is not None
+
+        # A row whose importance differs from its entry (the writer left no marker).
+        at = chunk.index(parse_uri(uris[5]).id) + 16 + 1 + 1  # id, type, flags: then importance
+        engine.storage.write({packs.rows_key(tail, 1): chunk[:at] + bytes([chunk[at] ^ 1]) + chunk[at + 1:]})
+        assert c.verify() == [f"{shown}: the pack differs from the entries under its prefix"]
+        assert c.rebuild() == [] and c.verify() == []
+
+        # A lost chunk: the pack no longer agrees with its directory, and a call on
+        # the object fails closed instead of answering from part of it.
+        engine.storage.write({packs.rows_key(tail, 1): None})
+        assert c.verify() == [f"{shown}: pack chunks disagree with the directory"]
+        engine.hot = None
+        with pytest.raises(CorruptRecord):
+            c.context(**ASK)
+        assert c.rebuild() == [] and c.verify() == []
+        assert c.context(**ASK).to_json() == want
+
+        # A marker past the last packed id, and chunks with no directory entry.
+        engine.storage.write({packs.dirty_key(tail, b"\xff" * 16): b""})
+        other = packs.tail_of(_prefix(GPU_DELIVER))
+        engine.storage.write({packs.rows_key(other, 0): chunk})
+        assert c.verify() == [f"idx/pack/dirty/{tail.hex()}{'ff' * 16}: dirty marker after the last packed id",
+                              f"idx/pack/rows/{other.hex()}: pack keys without a directory entry"]
+        assert c.rebuild() == [] and c.verify() == []
+        assert [key for key in _pack_keys(c) if key.startswith(packs.DIR_PREFIX)] == [packs.dir_key(tail)]
+        assert c.context(**ASK).to_json() == want
+
+
+def test_a_follower_reads_the_packs_of_its_view(tmp_path):
+    clock = FakeClock()
+    path = tmp_path / "s"
+    with open_store(path, clock) as w:
+        uris = _facts(w, 8)
+        with open_store(path, clock, mode="r") as r:
+            assert len(r._engine.packs) == 0
+            upkeep.optimize(w._engine, min_rows=5)
+            r.refresh()
+            assert _gpu_prefix() in r._engine.packs
+            r._engine.hot = None
+            assert r.context(**ASK).to_json() == w.context(**ASK).to_json()
+            w.update_head(uris[0], importance=10)  # a marker the follower must honour
+            r.refresh()
+            assert r.context(**ASK).to_json() == w.context(**ASK).to_json()
+            assert r.verify() == []
+
+
+def test_postgresql_keeps_no_packs_and_migrate_leaves_them_behind(tmp_path, pg_dsn, pg_actor):
+    clock = FakeClock()
+    path = tmp_path / "rocks"
+    with cortex.open(path, actor=pg_actor, clock=clock) as c:
+        _facts(c, 10)
+        upkeep.optimize(c._engine, min_rows=5)
+        assert len(_pack_keys(c)) == 4
+        want = c.context(**ASK).to_json()
+    cortex.migrate(path, pg_dsn)
+    with cortex.open(pg_dsn, actor=pg_actor, clock=clock) as pg:
+        assert pg._engine.packs is None and _pack_keys(pg) == []
+        assert pg.optimize() == {"packed": 0, "rows": 0}
+        assert pg.context(**ASK).to_json() == want
+        assert pg.verify() == []
