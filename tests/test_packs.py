@@ -24,7 +24,7 @@ from cortex import Fact, Frame, Write, upkeep
 from cortex.errors import CorruptRecord
 from cortex.index import frame, packs
 from cortex.index.entry import Columns
-from cortex.index.hot import FIELDS, same
+from cortex.index.hot import FIELDS, HotFrames, same
 from cortex.ids import parse_uri
 
 from conftest import FakeClock, open_store
@@ -75,6 +75,7 @@ def test_bundles_read_through_packs_equal_a_scan_of_the_entries(tmp_path_factory
         with open_store(tmp_path_factory.mktemp("packs") / "s", clock) as c:
             engine = c._engine
             uris: list[str] = []
+            cache = HotFrames(min_rows=1)
             _write_some(c, clock, rng, rng.randint(30, 100), uris)
             root = c.root()
             upkeep.optimize(engine, min_rows=min_rows)
@@ -84,14 +85,18 @@ def test_bundles_read_through_packs_equal_a_scan_of_the_entries(tmp_path_factory
                 assert packs.check(engine.storage) == []
                 for _ in range(6):
                     query = _query(rng)
-                    engine.hot = None  # every call reads the packs, never a cached frame
+                    engine.hot = None  # this call reads the packs, never a cached frame
                     before = engine.index_entries_read
                     packed = c.context(**query)
                     read_through += engine.index_entries_read - before
-                    with_packs, engine.packs = engine.packs, packs.FramePacks()  # none: plain scans
+                    engine.hot = cache  # this one keeps what it read from packs, and follows later writes
+                    cached = c.context(**query)
+                    engine.hot, with_packs, engine.packs = None, engine.packs, packs.FramePacks()  # none: plain scans
                     scanned = c.context(**query)
                     engine.packs = with_packs
                     assert _everything(packed) == _everything(scanned), query
+                    assert _everything(cached) == _everything(scanned), query
+                engine.hot = cache
                 _write_some(c, clock, rng, rng.randint(1, 30), uris)  # dirty markers for what changed inside packs
                 if rng.random() < 0.3:
                     upkeep.optimize(engine, min_rows=min_rows)  # repack: markers go, chunks are rewritten
@@ -175,8 +180,11 @@ def test_verify_names_a_damaged_pack_and_rebuild_makes_it_again(tmp_path):
         assert chunk is not None
 
         # A row whose importance differs from its entry (the writer left no marker).
-        at = chunk.index(parse_uri(uris[5]).id) + 16 + 1 + 1  # id, type, flags: then importance
-        engine.storage.write({packs.rows_key(tail, 1): chunk[:at] + bytes([chunk[at] ^ 1]) + chunk[at + 1:]})
+        cols = packs.decode_chunk(packs.rows_key(tail, 1), chunk).materialized()
+        assert cols.ids()[1] == parse_uri(uris[5]).id
+        cols = Columns({name: column.copy() for name, column in cols.data.items()})
+        cols["importance"][1] ^= 1
+        engine.storage.write({packs.rows_key(tail, 1): packs.encode_chunk(cols)})
         assert c.verify() == [f"{shown}: the pack differs from the entries under its prefix"]
         assert c.rebuild() == [] and c.verify() == []
 
@@ -189,6 +197,11 @@ def test_verify_names_a_damaged_pack_and_rebuild_makes_it_again(tmp_path):
             c.context(**ASK)
         assert c.rebuild() == [] and c.verify() == []
         assert c.context(**ASK).to_json() == want
+
+        # A chunk past the directory's count.
+        engine.storage.write({packs.rows_key(tail, 7): chunk})
+        assert c.verify() == [f"idx/pack/rows/{tail.hex()}00000007: pack chunk beyond the directory's count"]
+        assert c.rebuild() == [] and c.verify() == []
 
         # A marker past the last packed id, and chunks with no directory entry.
         engine.storage.write({packs.dirty_key(tail, b"\xff" * 16): b""})

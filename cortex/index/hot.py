@@ -167,6 +167,8 @@ def _applied(cols: Columns, pending: dict[bytes, bytes | None]) -> Columns:
     values = list(pending.values())
     update = [i for i, (row, value) in enumerate(zip(rows.tolist(), values)) if row >= 0 and value is not None]
     if update:
+        if not all(cols[name].flags.writeable for name in FIELDS):  # views of a pack's bytes
+            cols = Columns({name: cols[name].copy() for name in FIELDS})
         new = Columns.decode([values[i] for i in update], FIELDS)  # type: ignore[misc]
         at = rows[update]
         for name in FIELDS:
