@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import cortex
 import cortex.context as context_module
 import cortex.index.entry as entry_module
+import cortex.index.hot as hot_module
 from cortex import Constraint, EdgeType, Event, Fact, Frame, Goal
 from cortex.index.hot import HotFrames
 
@@ -405,3 +406,21 @@ def test_the_partial_ranking_checks_its_sampled_cutoff():
         s[::step] = np.linspace(0.5, 1.0, len(s[::step]))
         hi, lo = np.zeros(n, dtype=np.uint64), np.arange(n, dtype=np.uint64)
         assert context_module._top(s, hi, lo, m).tolist() == context_module._ranking(s, hi, lo)[:m].tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(ref=st.sets(st.tuples(st.sampled_from([0, 1, 7, 2**63, 2**64 - 1]), st.sampled_from([0, 1, 255, 256, 2**8 * 3, 2**63, 2**64 - 1])
+                             | st.integers(0, 2**64 - 1)), max_size=60),
+       asked=st.lists(st.tuples(st.sampled_from([0, 1, 7, 2**63, 2**64 - 1, 5]), st.sampled_from([0, 1, 255, 256, 2**63, 2**64 - 1])), max_size=30),
+       picked=st.lists(st.integers(0, 59), max_size=30))
+def test_locate_finds_each_id_in_a_block_ordered_by_id(ref, asked, picked):
+    """Ids that share their high half (a `write_many` batch's ids share it) and low
+    halves that end in zero bytes are found exactly, and absent ids are -1."""
+    import numpy as np
+
+    ordered = sorted(ref)
+    where = {pair: row for row, pair in enumerate(ordered)}
+    queries = asked + [ordered[i] for i in picked if i < len(ordered)]
+    column = lambda pairs, i: np.array([pair[i] for pair in pairs], dtype=np.uint64)  # noqa: E731
+    rows = hot_module.locate(column(queries, 0), column(queries, 1), column(ordered, 0), column(ordered, 1))
+    assert rows.tolist() == [where.get(pair, -1) for pair in queries]

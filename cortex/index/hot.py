@@ -138,9 +138,13 @@ def same(a: Columns, b: Columns) -> bool:
 
 def locate(hi: np.ndarray, lo: np.ndarray, ref_hi: np.ndarray, ref_lo: np.ndarray) -> np.ndarray:
     """For each id (hi[i], lo[i]): its row in the reference ids, which are sorted by
-    (hi, lo) and distinct, or -1 when absent. Vectorised on `hi`; the ids whose `hi`
-    part several reference rows share (rare: ids made in the same millisecond) are
-    settled one by one."""
+    (hi, lo) and distinct, or -1 when absent.
+
+    One search on `hi` settles the ids whose `hi` no other reference row shares. The
+    rest (ids made in the same millisecond share `hi`: a `write_many` batch makes a
+    thousand such) are searched as 16-byte strings, over the reference rows that span
+    them: NumPy orders `S16` values bytewise, which for big-endian (hi, lo) is id order.
+    """
     rows = np.full(len(hi), -1, dtype=np.int64)
     if not len(hi) or not len(ref_hi):
         return rows
@@ -149,14 +153,23 @@ def locate(hi: np.ndarray, lo: np.ndarray, ref_hi: np.ndarray, ref_lo: np.ndarra
     same_hi = ref_hi[safe] == hi
     exact = same_hi & (ref_lo[safe] == lo)
     rows[exact] = safe[exact]
-    for i in np.flatnonzero(same_hi & ~exact).tolist():
-        j = int(at[i]) + 1
-        while j < len(ref_hi) and ref_hi[j] == hi[i]:
-            if ref_lo[j] == lo[i]:
-                rows[i] = j
-                break
-            j += 1
+    shared = np.flatnonzero(same_hi & ~exact)
+    if len(shared):
+        start = int(at[shared].min())
+        stop = int(np.searchsorted(ref_hi, hi[shared], side="right").max())
+        ref, ids = _id_strings(ref_hi[start:stop], ref_lo[start:stop]), _id_strings(hi[shared], lo[shared])
+        found = np.minimum(np.searchsorted(ref, ids), len(ref) - 1)
+        match = ref[found] == ids
+        rows[shared[match]] = start + found[match]
     return rows
+
+
+def _id_strings(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """Ids as 16-byte strings (big-endian hi, then lo)."""
+    pairs = np.empty((len(hi), 2), dtype=">u8")
+    pairs[:, 0] = hi
+    pairs[:, 1] = lo
+    return pairs.view("S16").ravel()
 
 
 def _applied(cols: Columns, pending: dict[bytes, bytes | None]) -> Columns:
