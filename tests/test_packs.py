@@ -126,6 +126,20 @@ def test_optimize_packs_large_frames_and_changes_no_answer(tmp_path):
         assert again.optimize() == {"packed": 1, "rows": 10}  # the public default packs what was packed before
 
 
+def test_a_chunk_decodes_into_aligned_views_of_its_value(tmp_path, monkeypatch):
+    """A one-chunk pack is read without copying a row, and every column is aligned."""
+    monkeypatch.setattr(packs, "CHUNK_ROWS", 1024)
+    clock = FakeClock()
+    with open_store(tmp_path / "s", clock) as c:
+        _facts(c, 7)
+        upkeep.optimize(c._engine, min_rows=5)
+        got = packs.read(c._engine.storage, _gpu_prefix())
+        assert same(got, _stored(c, _gpu_prefix()))
+        for name in FIELDS:
+            column = got[name]
+            assert column.flags.aligned and not column.flags.owndata and column.dtype.isnative, name
+
+
 def test_writes_mark_entries_inside_a_pack_and_optimize_clears_the_marks(tmp_path):
     clock = FakeClock()
     with open_store(tmp_path / "s", clock) as c:
@@ -197,6 +211,13 @@ def test_verify_names_a_damaged_pack_and_rebuild_makes_it_again(tmp_path):
             c.context(**ASK)
         assert c.rebuild() == [] and c.verify() == []
         assert c.context(**ASK).to_json() == want
+
+        # A pack of another format.
+        directory = engine.storage.get(packs.dir_key(tail))
+        assert directory is not None and directory[-1] == packs.FORMAT
+        engine.storage.write({packs.dir_key(tail): directory[:-1] + bytes([packs.FORMAT + 1])})
+        assert c.verify() == [f"{shown}: pack format {packs.FORMAT + 1}, not {packs.FORMAT}: run optimize()"]
+        assert c.rebuild() == [] and c.verify() == []
 
         # A chunk past the directory's count.
         engine.storage.write({packs.rows_key(tail, 7): chunk})
