@@ -205,7 +205,8 @@ class Engine:
         self.scopes = ScopeState()  # evaluated scopes, violation counts and their rate limit
         self.closed = False
         # Index entries `context()` has read from storage, over the handle's life (the
-        # benchmark harness reports it per call; reads from the hot-frame cache do not count).
+        # benchmark harness reports it per call; rows read from a pack count, reads from
+        # the hot-frame cache do not).
         self.index_entries_read = 0
         # Decoded frame entries of hot objects (`cortex.index.hot`); none where reads
         # can see other processes' commits without a refresh.

@@ -216,3 +216,22 @@ def test_a_store_without_the_workloads_cold_objects_is_refused(tmp_path):
         with pytest.raises(cortex.ValidationError) as caught:
             hotframe.measure(c, Workload(MEMORIES), rounds=1, seed=7)
     assert caught.value.field == "store"
+
+
+def test_a_run_that_builds_its_store_optimizes_it_as_a_user_would(tmp_path, monkeypatch):
+    """The harness packs the frames of the store it builds (`optimize()` after a bulk
+    load), and reports what it packed."""
+    monkeypatch.setattr(cortex.upkeep.optimize, "__defaults__", (20,))  # a small store's hottest frames
+    store = str(tmp_path / "built")
+    report = harness.run(harness.RunOptions(2000, 20, baseline_queries=0, hot_rounds=1, hot_only=True), store)
+    frames: Counter = Counter()
+    with cortex.open(store, actor="bench-agent", mode="r") as c:
+        for memory in c.memories():
+            frames.update({(f.verb, f.kind, f.ref) for f in memory.frames})
+        packed = len(c._engine.packs)
+        assert c.verify() == []
+    large = [n for n in frames.values() if n >= 20]
+    assert len(large) > 0
+    assert (report["optimize"]["packed"], report["optimize"]["rows"]) == (len(large), sum(large)) == (packed, sum(large))
+    assert report["optimize"]["seconds"] > 0
+    assert "optimize() after the build: " in harness.summary(report)
