@@ -217,6 +217,8 @@ def test_verify_names_a_damaged_pack_and_rebuild_makes_it_again(tmp_path):
         assert directory is not None and directory[-1] == packs.FORMAT
         engine.storage.write({packs.dir_key(tail): directory[:-1] + bytes([packs.FORMAT + 1])})
         assert c.verify() == [f"{shown}: pack format {packs.FORMAT + 1}, not {packs.FORMAT}: run optimize()"]
+        with open_store(tmp_path / "s", clock, mode="r") as r:  # a handle that finds it reads the entries
+            assert len(r._engine.packs) == 0 and r.context(**ASK).to_json() == want
         assert c.rebuild() == [] and c.verify() == []
 
         # A chunk past the directory's count.

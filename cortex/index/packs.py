@@ -7,9 +7,9 @@ entries one by one. rocksdict hands each value over as its own Python object (ab
 its first touch. `optimize()` (`cortex.upkeep.optimize`) copies the entries of every
 frame prefix of at least `MIN_ROWS` entries into chunks of up to `CHUNK_ROWS` rows,
 stored by column: a chunk decodes into the columns `context()` works on without a
-copy, and a 60,000-entry prefix reads in one value. The entries stay where they are and remain the source
-of truth (scopes, `find()`, `verify()` and `rebuild()` read them); a pack is a copy
-that reads faster, and nothing but this module reads it.
+copy, and a 60,000-entry prefix reads in one value. The entries stay where they are
+and remain the source of truth (scopes, `find()`, `verify()` and `rebuild()` read
+them); a pack is a copy that reads faster, and nothing but this module reads it.
 
 Keys (`tail` is a frame prefix less `idx/frame/`: verb, kind, 16-byte ref hash):
 
@@ -30,6 +30,8 @@ in id order.
 * `optimize()` rewrites a prefix's chunks and drops its markers in one batch; the
   handle learns the new bounds from that batch (`observe()`).
 * A follower reloads the bounds when it catches up (`load()`).
+* A pack of another `FORMAT` (written by another version of cortex) is not loaded:
+  reads scan its entries, `verify()` names it, and `optimize()` packs it again.
 * Backends whose reads see other processes' commits without a refresh (PostgreSQL)
   get no packs: their handles could not keep the bounds current, so the engine makes
   none for them and `migrate()` does not copy pack keys.
@@ -141,8 +143,9 @@ class FramePacks:
         return tail_of(prefix) in self._bounds
 
     def load(self, storage: Storage) -> None:
-        """Read the directory of the current view (a store has a few hundred entries)."""
-        bounds = {key[len(DIR_PREFIX):]: value[:ID_SIZE] for key, value in storage.scan_items(DIR_PREFIX)}
+        """Read the directory of the current view (a store has a few hundred entries),
+        leaving out entries of another format."""
+        bounds = {key[len(DIR_PREFIX):]: value[:ID_SIZE] for key, value in storage.scan_items(DIR_PREFIX) if _current(value)}
         with self._lock:
             self._bounds = bounds
 
@@ -166,14 +169,15 @@ class FramePacks:
             for key, value in puts.items():
                 if key.startswith(DIR_PREFIX):
                     tail = key[len(DIR_PREFIX):]
-                    if value is None:
+                    if value is None or not _current(value):
                         self._bounds.pop(tail, None)
                     else:
                         self._bounds[tail] = value[:ID_SIZE]
 
-    def clear(self) -> None:
-        with self._lock:
-            self._bounds = {}
+
+def _current(dir_value: bytes) -> bool:
+    """Whether a directory value is of this version's format."""
+    return len(dir_value) == _DIR_VALUE_SIZE and dir_value[-1] == FORMAT
 
 
 def read(storage: Storage, prefix: bytes) -> Columns:
@@ -187,10 +191,10 @@ def read(storage: Storage, prefix: bytes) -> Columns:
     bound, count, chunks = decode_dir(dkey, raw)
     # A multi-get of the chunks the directory names: a bulk iterator over values of
     # megabytes read them up to twice as slowly.
-    values = storage.multi_get([rows_key(tail, n) for n in range(chunks)])
-    if None in values or sum(map(len, values)) != count * INDEX_VALUE_SIZE:  # type: ignore[arg-type]
+    values = [value for value in storage.multi_get([rows_key(tail, n) for n in range(chunks)]) if value is not None]
+    if len(values) != chunks or sum(map(len, values)) != count * INDEX_VALUE_SIZE:
         raise CorruptRecord(dkey, "pack chunks disagree with the directory")
-    cols = _joined([decode_chunk(rows_key(tail, n), value) for n, value in enumerate(values)])  # type: ignore[arg-type]
+    cols = _joined([decode_chunk(rows_key(tail, n), value) for n, value in enumerate(values)])
     if unsound(cols) or not _increasing(cols) or _id(cols, -1) != bound:
         raise CorruptRecord(rows_key(tail, 0), "bad pack rows")
     marked = [key[-ID_SIZE:] for key in scan_keys(storage, DIRTY_PREFIX + tail)]
