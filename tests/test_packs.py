@@ -269,3 +269,24 @@ def test_postgresql_keeps_no_packs_and_migrate_leaves_them_behind(tmp_path, pg_d
         assert pg.optimize() == {"packed": 0, "rows": 0}
         assert pg.context(**ASK).to_json() == want
         assert pg.verify() == []
+
+
+def test_exports_leave_packs_out_and_a_rocksdb_copy_keeps_them(tmp_path):
+    """Packs are derived keys: an export is the same file before and after
+    `optimize()`, and a migration to another RocksDB store copies them, exact."""
+    clock = FakeClock()
+    path = tmp_path / "s"
+    with open_store(path, clock) as c:
+        uris = _facts(c, 10)
+        c.export_jsonl(tmp_path / "before.jsonl")
+        upkeep.optimize(c._engine, min_rows=5)
+        c.export_jsonl(tmp_path / "after.jsonl")
+        c.update_head(uris[3], importance=10)  # a dirty marker, copied with the pack
+        want = c.context(**ASK).to_json()
+    assert (tmp_path / "after.jsonl").read_bytes() == (tmp_path / "before.jsonl").read_bytes()
+    cortex.migrate(path, tmp_path / "copy")
+    with open_store(tmp_path / "copy", clock) as copy:
+        assert _gpu_prefix() in copy._engine.packs and len(_pack_keys(copy)) == 5  # directory, 3 chunks, 1 marker
+        copy._engine.hot = None
+        assert copy.context(**ASK).to_json() == want
+        assert copy.verify() == []
