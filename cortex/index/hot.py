@@ -86,7 +86,7 @@ class HotFrames:
             self._entries.move_to_end(prefix)
             if cached.pending:
                 before = len(cached.cols)
-                cached.cols = _applied(cached.cols, cached.pending).materialized()
+                cached.cols = applied(cached.cols, cached.pending).materialized()
                 cached.pending = {}
                 self._rows += len(cached.cols) - before
                 self._evict()
@@ -172,9 +172,10 @@ def _id_strings(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     return pairs.view("S16").ravel()
 
 
-def _applied(cols: Columns, pending: dict[bytes, bytes | None]) -> Columns:
-    """`cols` after the pending changes: values rewritten in place, rows deleted and
-    inserted, key order kept."""
+def applied(cols: Columns, pending: dict[bytes, bytes | None]) -> Columns:
+    """`cols` after the pending changes (id -> its new index value, None: deleted):
+    values rewritten in place, rows deleted and inserted, key order kept. Also how a
+    pack's dirty markers are applied (`cortex.index.packs`)."""
     ids = np.frombuffer(b"".join(pending), dtype=">u8").reshape(-1, 2)
     rows = locate(ids[:, 0].astype(np.uint64), ids[:, 1].astype(np.uint64), cols["id_hi"], cols["id_lo"])
     values = list(pending.values())

@@ -194,43 +194,27 @@ def read(storage: Storage, prefix: bytes) -> Columns:
     values = [value for value in storage.multi_get([rows_key(tail, n) for n in range(chunks)]) if value is not None]
     if len(values) != chunks or sum(map(len, values)) != count * INDEX_VALUE_SIZE:
         raise CorruptRecord(dkey, "pack chunks disagree with the directory")
-    cols = _joined([decode_chunk(rows_key(tail, n), value) for n, value in enumerate(values)])
+    chunk_cols = [decode_chunk(rows_key(tail, n), value) for n, value in enumerate(values)]
+    cols = chunk_cols[0] if len(chunk_cols) == 1 else Columns.concat(chunk_cols)
     if unsound(cols) or not _increasing(cols) or _id(cols, -1) != bound:
         raise CorruptRecord(rows_key(tail, 0), "bad pack rows")
     marked = [key[-ID_SIZE:] for key in scan_keys(storage, DIRTY_PREFIX + tail)]
     marked = [raw_id for raw_id in marked if raw_id <= bound]
     if marked:
-        cols = _patched(storage, prefix, cols, marked)
-    newer = [value for key, value in storage.scan_items(prefix, prefix + bound + b"\x00") if _sound(key, value)]
+        keys = [prefix + raw_id for raw_id in marked]
+        current = storage.multi_get(keys)
+        cols = hot.applied(cols, {raw_id: _checked(key, value) for raw_id, key, value in zip(marked, keys, current)})
+    newer = [value for key, value in storage.scan_items(prefix, prefix + bound + b"\x00") if _checked(key, value)]
     if newer:
-        cols = _joined([cols, Columns.decode(newer, hot.FIELDS)])
+        cols = Columns.concat([cols, Columns.decode(newer, hot.FIELDS)])
     return cols
 
 
-def _joined(parts: list[Columns]) -> Columns:
-    """The rows of `parts` one after another (the one part itself, when alone)."""
-    if len(parts) == 1:
-        return parts[0]
-    return Columns({name: np.concatenate([part[name] for part in parts]) for name in hot.FIELDS})
-
-
-def _sound(key: bytes, value: bytes) -> bool:
-    if not index_value_sound(key, value):
+def _checked(key: bytes, value: bytes | None) -> bytes | None:
+    """An entry's value (None: no entry), after the checks every stored entry passes."""
+    if value is not None and not index_value_sound(key, value):
         raise CorruptRecord(key, "bad index value")
-    return True
-
-
-def _patched(storage: Storage, prefix: bytes, cols: Columns, marked: list[bytes]) -> Columns:
-    """`cols` with the marked ids' rows replaced by their stored entries (dropped
-    where there is none, inserted in id order where the pack had none)."""
-    ids = np.frombuffer(b"".join(marked), dtype=">u8").reshape(-1, 2)
-    at = hot.locate(ids[:, 0].astype(np.uint64), ids[:, 1].astype(np.uint64), cols["id_hi"], cols["id_lo"])
-    keep = np.ones(len(cols), dtype=bool)
-    keep[at[at >= 0]] = False
-    keys = [prefix + raw_id for raw_id in marked]
-    current = [value for key, value in zip(keys, storage.multi_get(keys)) if value is not None and _sound(key, value)]
-    merged = _joined([cols.take(keep), Columns.decode(current, hot.FIELDS)])
-    return Columns({name: column[np.lexsort((merged["id_lo"], merged["id_hi"]))] for name, column in merged.data.items()})
+    return value
 
 
 def _increasing(cols: Columns) -> bool:
