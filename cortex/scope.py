@@ -68,6 +68,7 @@ import numpy as np
 from .errors import BudgetExceeded, CortexError, ScopeExpired, ScopeInvalid, ScopeRevoked, ValidationError, shown
 from .ids import decode_id, encode_id, parse_uri
 from .index import by_tag, frame
+from .index.entry import id_keys
 from .model import (
     DATA_CLASSES,
     Frame,
@@ -760,14 +761,6 @@ class IdSet:
         pos = np.minimum(np.searchsorted(self._lo, id_lo), self.size - 1)
         found: np.ndarray = (self._lo[pos] == id_lo) & (self._hi[pos] == id_hi)
         return found
-
-
-def id_keys(id_hi: np.ndarray, id_lo: np.ndarray) -> np.ndarray:
-    """Ids of decoded index rows as 16-byte strings (sortable, comparable)."""
-    pairs = np.empty((len(id_hi), 2), dtype=">u8")
-    pairs[:, 0] = id_hi
-    pairs[:, 1] = id_lo
-    return pairs.view("S16").ravel()
 
 
 class Evaluator:

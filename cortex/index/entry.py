@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FLAG_PINNED", "FLAG_TOMBSTONED", "DTYPE", "TOKEN_FIELDS", "Columns", "created_bytes", "decode_many", "encode",
-    "expires_of", "first_bad", "ids_of", "is_sound", "scan_rows", "unsound", "version_of",
+    "expires_of", "first_bad", "id_keys", "ids_of", "is_sound", "scan_rows", "unsound", "version_of",
 ]
 
 DTYPE = INDEX_DTYPE
@@ -72,13 +72,19 @@ def scan_rows(kv: Storage, prefix: bytes, key_of: Callable[[bytes], bytes]) -> n
     return rows
 
 
+def id_keys(id_hi: np.ndarray, id_lo: np.ndarray) -> np.ndarray:
+    """Ids of decoded index rows as 16-byte strings (sortable, comparable: NumPy
+    orders `S16` values bytewise, which for big-endian (hi, lo) is id order)."""
+    pairs = np.empty((len(id_hi), 2), dtype=">u8")
+    pairs[:, 0] = id_hi
+    pairs[:, 1] = id_lo
+    return pairs.view("S16").ravel()
+
+
 def ids_of(rows: np.ndarray) -> list[bytes]:
     """The 16-byte ids of decoded rows, in row order (whatever their byte order:
     numpy operations such as concatenate may turn rows native-endian)."""
-    pairs = np.empty((len(rows), 2), dtype=">u8")
-    pairs[:, 0] = rows["id_hi"]
-    pairs[:, 1] = rows["id_lo"]
-    raw = pairs.tobytes()
+    raw = id_keys(rows["id_hi"], rows["id_lo"]).tobytes()
     return [raw[i : i + 16] for i in range(0, len(raw), 16)]
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..records import ID_SIZE
 from . import frame, pinned
-from .entry import DTYPE, Columns
+from .entry import DTYPE, Columns, id_keys
 
 # A prefix smaller than this is scanned on each call (a few hundred entries cost
 # less than a tenth of a millisecond); larger ones are cached.
@@ -143,7 +143,7 @@ def locate(hi: np.ndarray, lo: np.ndarray, ref_hi: np.ndarray, ref_lo: np.ndarra
     One search on `hi` settles the ids whose `hi` no other reference row shares. The
     rest (ids made in the same millisecond share `hi`: a `write_many` batch makes a
     thousand such) are searched as 16-byte strings, over the reference rows that span
-    them: NumPy orders `S16` values bytewise, which for big-endian (hi, lo) is id order.
+    them (`entry.id_keys`).
     """
     rows = np.full(len(hi), -1, dtype=np.int64)
     if not len(hi) or not len(ref_hi):
@@ -157,19 +157,11 @@ def locate(hi: np.ndarray, lo: np.ndarray, ref_hi: np.ndarray, ref_lo: np.ndarra
     if len(shared):
         start = int(at[shared].min())
         stop = int(np.searchsorted(ref_hi, hi[shared], side="right").max())
-        ref, ids = _id_strings(ref_hi[start:stop], ref_lo[start:stop]), _id_strings(hi[shared], lo[shared])
+        ref, ids = id_keys(ref_hi[start:stop], ref_lo[start:stop]), id_keys(hi[shared], lo[shared])
         found = np.minimum(np.searchsorted(ref, ids), len(ref) - 1)
         match = ref[found] == ids
         rows[shared[match]] = start + found[match]
     return rows
-
-
-def _id_strings(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    """Ids as 16-byte strings (big-endian hi, then lo)."""
-    pairs = np.empty((len(hi), 2), dtype=">u8")
-    pairs[:, 0] = hi
-    pairs[:, 1] = lo
-    return pairs.view("S16").ravel()
 
 
 def applied(cols: Columns, pending: dict[bytes, bytes | None]) -> Columns:
