@@ -290,3 +290,52 @@ def test_exports_leave_packs_out_and_a_rocksdb_copy_keeps_them(tmp_path):
         copy._engine.hot = None
         assert copy.context(**ASK).to_json() == want
         assert copy.verify() == []
+
+
+def test_readers_beside_a_writer_that_updates_and_repacks_never_see_a_torn_pack(tmp_path):
+    """Reader threads call context() on a packed object while a writer thread changes
+    its entries and repacks it: no call fails, every call sees one whole state, and the
+    store verifies clean afterwards."""
+    import threading
+
+    clock = FakeClock()
+    with open_store(tmp_path / "s", clock) as c:
+        uris = _facts(c, 40)
+        upkeep.optimize(c._engine, min_rows=5)
+        c._engine.hot = None  # every call reads the pack
+        live = {len(uris)}  # the counts of frame memories the writer has left behind, in turn
+        errors: list[BaseException] = []
+        stop = threading.Event()
+
+        def read() -> None:
+            while not stop.is_set():
+                try:
+                    got = c.context(**ASK).candidates
+                    assert got in live, got
+                except BaseException as exc:  # noqa: BLE001 - reported below
+                    errors.append(exc)
+                    return
+
+        readers = [threading.Thread(target=read) for _ in range(3)]
+        for thread in readers:
+            thread.start()
+        rng = random.Random(3)
+        for step in range(60):
+            uri = rng.choice(uris)
+            if step % 7 == 3 and len(uris) > 20:
+                uris.remove(uri)
+                live.add(len(uris))
+                c.tombstone(uri, "gone")
+            else:
+                c.update_head(uri, importance=rng.randint(0, 10))
+            if step % 10 == 9:
+                upkeep.optimize(c._engine, min_rows=5)
+        stop.set()
+        for thread in readers:
+            thread.join()
+        assert errors == []
+        assert c.verify() == [] and c.context(**ASK).candidates == len(uris)
+        with_packs, c._engine.packs = c._engine.packs, packs.FramePacks()
+        plain = c.context(**ASK).to_json()
+        c._engine.packs = with_packs
+        assert c.context(**ASK).to_json() == plain
