@@ -48,7 +48,7 @@ from ..errors import CorruptRecord
 from ..records import ID_SIZE, INDEX_DTYPE, INDEX_VALUE_SIZE, index_value_sound
 from ..storage import Batch, Storage, scan_keys
 from . import frame, hot
-from .entry import Columns, scan_rows, unsound
+from .entry import Columns, id_keys, scan_rows, unsound
 
 PREFIX = b"idx/pack/"
 DIR_PREFIX = PREFIX + b"dir/"
@@ -196,7 +196,7 @@ def read(storage: Storage, prefix: bytes) -> Columns:
         raise CorruptRecord(dkey, "pack chunks disagree with the directory")
     chunk_cols = [decode_chunk(rows_key(tail, n), value) for n, value in enumerate(values)]
     cols = chunk_cols[0] if len(chunk_cols) == 1 else Columns.concat(chunk_cols)
-    if unsound(cols) or not _increasing(cols) or _id(cols, -1) != bound:
+    if unsound(cols) or not _increasing(cols) or _last_id(cols) != bound:
         raise CorruptRecord(rows_key(tail, 0), "bad pack rows")
     marked = [key[-ID_SIZE:] for key in scan_keys(storage, DIRTY_PREFIX + tail)]
     marked = [raw_id for raw_id in marked if raw_id <= bound]
@@ -223,8 +223,8 @@ def _increasing(cols: Columns) -> bool:
     return bool(((hi[1:] > hi[:-1]) | ((hi[1:] == hi[:-1]) & (lo[1:] > lo[:-1]))).all())
 
 
-def _id(cols: Columns, i: int) -> bytes:
-    return int(cols["id_hi"][i]).to_bytes(8, "big") + int(cols["id_lo"][i]).to_bytes(8, "big")
+def _last_id(cols: Columns) -> bytes:
+    return id_keys(cols["id_hi"][-1:], cols["id_lo"][-1:]).tobytes()  # not bytes() of an S16 item: it drops trailing zero bytes
 
 
 # ---------------------------------------------------------------------------
@@ -270,7 +270,7 @@ def pack_batch(storage: Storage, prefix: bytes) -> dict[bytes, bytes | None]:
     chunks = [encode_chunk(cols.slice(i, i + CHUNK_ROWS)) for i in range(0, len(cols), CHUNK_ROWS)]
     for n, chunk in enumerate(chunks):
         puts[rows_key(tail, n)] = chunk
-    puts[dir_key(tail)] = encode_dir(_id(cols, -1), len(cols), len(chunks))
+    puts[dir_key(tail)] = encode_dir(_last_id(cols), len(cols), len(chunks))
     return puts
 
 
