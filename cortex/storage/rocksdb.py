@@ -79,7 +79,9 @@ _DEFAULT_FAMILY = "default"
 # WAL file. The families fill their memtables at very different rates (a salience
 # record is 34 bytes, a head ~740), and a WAL file lives until every family that
 # wrote to it has flushed; a follower that opens afresh replays every live WAL file.
-# This bound keeps that replay at what one 64 MB memtable made it before families.
+# This bound keeps that replay near what it was with one family (a full 64 MB
+# memtable and the one being flushed): every family flushes about every 58,000
+# memories of a bulk load.
 _MAX_TOTAL_WAL_BYTES = 128 << 20
 
 # Fresh secondary instances a catch-up tries while the writer keeps flushing.
@@ -131,6 +133,10 @@ def _options(cache: Cache, create: bool, split: bool = False) -> Options:
     if split:
         opts.create_missing_column_families(create)
         opts.set_max_total_wal_size(_MAX_TOTAL_WAL_BYTES)
+        # All families flush together, in one MANIFEST write: a follower reopens
+        # when the MANIFEST changes, and families flushed one by one made it reopen
+        # once for each (reader beside a writer at 1M: p99 19-21 ms became 36-39).
+        opts.set_atomic_flush(True)
     opts.set_compression_type(DBCompressionType.lz4())
     table = BlockBasedOptions()
     table.set_bloom_filter(10, False)
@@ -353,7 +359,8 @@ class RocksStorage:
                 lo = bisect.bisect_left(keys, prefix)
                 runs.append((lo, bisect.bisect_left(keys, prefix_end(prefix), lo), handle))
             runs.sort(key=lambda run: run[0])
-            runs = sorted(runs + [(lo, hi, None) for lo, hi in _gaps(runs, len(keys))], key=lambda run: run[0])
+            runs += [(lo, hi, None) for lo, hi in _gaps(runs, len(keys))]  # "default"
+            runs.sort(key=lambda run: run[0])
         batch = WriteBatch(raw_mode=True)
         for lo, hi, handle in runs:
             for key in keys[lo:hi]:
