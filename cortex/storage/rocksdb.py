@@ -151,6 +151,11 @@ def _open_db(path: str, cache: Cache, secondary: str | None) -> _Families:
     opts = _options(cache, create=secondary is None, split=split)
     if secondary is not None:
         opts.set_max_open_files(-1)  # required by secondary instances
+        # A secondary loads table files in the thread that opens or catches up. With
+        # RocksDB's default of 16 loader threads, every catch-up started and joined
+        # threads for each column family, with or without new files: 0.7 ms for an
+        # idle catch-up of one family, 3.5 ms for five; 0.04 and 0.06 ms without.
+        opts.set_max_file_opening_threads(1)
         access = AccessType.secondary(secondary)
     else:
         access = AccessType.read_write()
