@@ -271,9 +271,9 @@ def rebuild(e: Engine) -> list[str]:
     problems: list[str] = []
     with e.lock.write():
         # Packs copy entries this may change: drop them first, pack again at the end.
-        packed = [packs.prefix_of(tail) for tail in packs.packed_tails(e.storage)]
-        for prefix in packed:
-            e.write(dict.fromkeys(packs.stored_keys(e.storage, packs.tail_of(prefix))))
+        packed = packs.packed_tails(e.storage)
+        for tail in packed:
+            e.write(dict.fromkeys(packs.stored_keys(e.storage, tail)))
         head, scores, weights, facts, high, grants = replay_journal(e, problems)
         expected = expected_derived(e, scores, facts, problems)
         expected.update(grants.records())
@@ -290,8 +290,8 @@ def rebuild(e: Engine) -> list[str]:
         for start in range(0, len(keys), 50_000):
             e.write({k: puts[k] for k in keys[start : start + 50_000]})
         if e.packs is not None:
-            for prefix in packed:
-                e.write(packs.pack_batch(e.storage, prefix))
+            for tail in packed:
+                e.write(packs.pack_batch(e.storage, packs.prefix_of(tail)))
     return problems
 
 

@@ -6,8 +6,8 @@ after a bulk load (`optimize`: what it packed, and its seconds), then measures w
 `context()` latency over a query mix (p50/p95/p99/max, candidates scored, tokens
 delivered), a cold process (fresh interpreter: import, open, one context(), median
 of 10), bulk and single-write throughput, resolve latency, bytes per memory on disk,
-and the two baselines side by side; it returns the JSON report as a dict. Three figures of the
-hot-frames issue come with it:
+and the two baselines side by side; it returns the JSON report as a dict. Three
+figures of the hot-frames issue come with it:
 
 * `hot_frame` (`cortex.bench.hotframe`): calls on the hottest frames of the workload
   against calls on cold ones, in the same run: p50/p99 of each side, the candidates

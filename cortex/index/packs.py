@@ -291,16 +291,18 @@ def stored_keys(storage: Storage, tail: bytes) -> list[bytes]:
 def check(storage: Storage) -> list[tuple[bytes, str]]:
     """(key, problem) for every pack that breaks the invariant or is malformed."""
     problems: list[tuple[bytes, str]] = []
-    bounds, chunks = {}, {}
+    bounds, chunks, malformed = {}, {}, set()
     for key, value in storage.scan_items(DIR_PREFIX):
+        tail = key[len(DIR_PREFIX):]
         try:
-            bounds[key[len(DIR_PREFIX):]], _, chunks[key[len(DIR_PREFIX):]] = decode_dir(key, value)
+            bounds[tail], _, chunks[tail] = decode_dir(key, value)
         except CorruptRecord as exc:
             problems.append((key, exc.detail))
+            malformed.add(tail)
     for tail in packed_tails(storage):
         prefix = prefix_of(tail)
         if tail not in bounds:
-            if dir_key(tail) not in {key for key, _ in problems}:
+            if tail not in malformed:
                 problems.append((ROWS_PREFIX + tail, "pack keys without a directory entry"))
             continue
         try:
