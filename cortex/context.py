@@ -438,11 +438,11 @@ def _later_copies(blocks: list[tuple[Columns, bool]]) -> np.ndarray | None:
 
 def _pinned(e: Engine) -> _Block:
     """Every `idx/pinned` entry (from the handle's cache after the first call)."""
-    cached = None if e.hot is None else e.hot.lookup(pinned.PREFIX)
+    cached = None if e.hot is None else e.hot.lookup(pinned.PREFIX, e.storage)
     if cached is not None:
         return _Block(cached, by_id=True)
     values = e.storage.scan_values(pinned.PREFIX, pinned.key_of)
-    e.index_entries_read += len(values)
+    e.entries_scanned += len(values)
     if e.hot is not None:
         decoded = _decode(values)
         if not entry.unsound(decoded):
@@ -493,7 +493,7 @@ def _outcome_values(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evalu
         chosen[raw_id] = (created, value)
         if cutoff is None and len(chosen) >= plan.outcome_limit:
             cutoff = created
-    e.index_entries_read += read
+    e.entries_scanned += read
     newest = sorted(chosen.items(), key=lambda kv: (-kv[1][0], kv[0]))[: plan.outcome_limit]
     return [value for _, (_, value) in newest]
 
@@ -507,19 +507,19 @@ def _frame_relevant(e: Engine, plan: _Plan) -> list[_Block]:
     blocks = []
     for kind, ref in plan.objects:
         prefix = frame.prefix(plan.verb, kind, ref)
-        cached = None if e.hot is None else e.hot.lookup(prefix)
+        cached = None if e.hot is None else e.hot.lookup(prefix, e.storage)
         if cached is not None:
             blocks.append(_Block(cached, by_id=True))
             continue
         if e.packs is not None and prefix in e.packs:
             decoded = packs.read(e.storage, prefix)
-            e.index_entries_read += len(decoded)
+            e.entries_scanned += len(decoded)
             if e.hot is not None:
                 e.hot.store(prefix, decoded)
             blocks.append(_Block(decoded, by_id=True))
             continue
         values = e.storage.scan_values(prefix, frame.key_of(prefix))
-        e.index_entries_read += len(values)
+        e.entries_scanned += len(values)
         if e.hot is not None and len(values) >= e.hot.min_rows:
             decoded = _decode(values)
             if not entry.unsound(decoded):

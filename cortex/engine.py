@@ -49,6 +49,7 @@ from .model import check_datetime, check_int, check_text
 from .records import (
     HEAD_PREFIX,
     META_ACTOR,
+    META_CACHE_EPOCH,
     META_CLOCK_HIGH,
     META_JOURNAL,
     META_SCHEMA,
@@ -57,7 +58,9 @@ from .records import (
     SCHEMA_VERSION,
     Head,
     JournalHead,
+    decode_cache_epoch,
     decode_clock_high,
+    encode_cache_epoch,
     encode_clock_high,
     head_key,
     salience_key,
@@ -204,10 +207,9 @@ class Engine:
         self.views = ViewCache()
         self.scopes = ScopeState()  # evaluated scopes, violation counts and their rate limit
         self.closed = False
-        # Index entries `context()` has read from storage, over the handle's life (the
-        # benchmark harness reports it per call; rows read from a pack count, reads from
-        # the hot-frame cache do not).
-        self.index_entries_read = 0
+        # Index entries `context()` has scanned from storage over the handle's life
+        # (rows read from a pack count, reads from the hot-frame cache do not).
+        self.entries_scanned = 0
         # Decoded frame entries of hot objects (`cortex.index.hot`); none where reads
         # can see other processes' commits without a refresh.
         self.hot = None if storage.live_reads else HotFrames()
@@ -223,6 +225,12 @@ class Engine:
         self.ids = IdGenerator(options.entropy, last_head[len(HEAD_PREFIX):] if last_head else None)
         self.journal = JournalHead.decode(storage.get(META_JOURNAL))
         self.clock_high = decode_clock_high(storage.get(META_CLOCK_HIGH)) or 0
+        # Moved by every batch that is not only new memories (`write()`); followers
+        # keep their caches across a catch-up that leaves it where it was.
+        self.cache_epoch = decode_cache_epoch(storage.get(META_CACHE_EPOCH))
+        # Followers: False when the last catch-up gave up on a writer that kept
+        # flushing, so the view (and what the caches took from it) may be torn.
+        self._view_whole = True
         if self.packs is not None:
             self.packs.load(storage)
         # Followers: the latest time any write of the current view was made at. A
@@ -250,7 +258,7 @@ class Engine:
             if self.mode == "r":
                 raise NotFound(f"{self.location!r} is not a cortex store")
             self.storage.write({META_ACTOR: self.actor.encode(), META_TOKENIZER: DEFAULT_ENCODING.encode(),
-                                META_SCHEMA: str(SCHEMA_VERSION).encode()})
+                                META_SCHEMA: str(SCHEMA_VERSION).encode(), META_CACHE_EPOCH: encode_cache_epoch(0)})
         elif stored != self.actor:
             raise ActorMismatch(f"store {self.location!r} belongs to actor {stored!r}, not {self.actor!r}")
         else:
@@ -298,16 +306,38 @@ class Engine:
 
     # -- following the writer (mode "r") -------------------------------------------
 
-    def refresh(self, reopen: bool = False) -> None:
-        """Catch up with the writer (followers); a no-op for the writer."""
+    def refresh(self, reopen: bool = False, torn: bool = False) -> None:
+        """Catch up with the writer (followers); a no-op for the writer.
+
+        The caches that mirror stored keys (`hot`, `heads`) are kept when the writer
+        has only added memories since the last view: its cache epoch is where it
+        was, and both views are whole. Otherwise, or when `reopen` asks for a fresh
+        view or the current one proved `torn`, they are dropped."""
         self.check_open()
         if self.mode == "r":
             with self.lock.write():
-                self.drop_caches()
-                self.storage.catch_up(reopen)
-                self._load_view()
-                if self.packs is not None:
-                    self.packs.load(self.storage)
+                epoch, was_whole = self.cache_epoch, self._view_whole
+                try:
+                    whole = self.storage.catch_up(reopen)
+                    self._load_view()
+                    if self.packs is not None:
+                        self.packs.load(self.storage)
+                except BaseException:
+                    self.drop_caches()
+                    raise
+                self._view_whole = whole
+                kept = whole and was_whole and not (reopen or torn) and epoch is not None and epoch == self.cache_epoch
+                if not kept:
+                    self.drop_caches()
+                elif self.hot is not None:
+                    self.hot.appended()
+
+    @property
+    def index_entries_read(self) -> int:
+        """Index entries `context()` has read from storage over the handle's life (the
+        benchmark harness reports it per call): the scans, and the new rows a
+        follower's hot-frame cache read after a catch-up."""
+        return self.entries_scanned + (0 if self.hot is None else self.hot.entries_read)
 
     def drop_caches(self) -> None:
         """Forget what mirrors the stored keys (the view is moving or closing)."""
@@ -321,9 +351,11 @@ class Engine:
             self.refresh()
 
     def _load_view(self) -> None:
-        """Read the journal head of a (new) follower view and the latest write time
-        (None, and no torn-view check on it, for a store written before it was kept)."""
+        """Read the journal head of a (new) follower view, its cache epoch and the
+        latest write time (None, and no torn-view check on it, for a store written
+        before it was kept)."""
         self.journal = JournalHead.decode(self.storage.get(META_JOURNAL))
+        self.cache_epoch = decode_cache_epoch(self.storage.get(META_CACHE_EPOCH))
         high = decode_clock_high(self.storage.get(META_CLOCK_HIGH))
         self.journal_at = high if high is not None else (0 if not self.journal.seq else None)
 
@@ -353,7 +385,7 @@ class Engine:
                 if attempt == VIEW_RETRIES:
                     raise StoreError(f"the reader's view of the store stayed inconsistent over {attempt + 1} catch-ups: {torn}") from None
                 time.sleep(0.001 * (attempt + 1))
-                self.refresh(reopen=attempt > 0)
+                self.refresh(reopen=attempt > 0, torn=True)
         raise AssertionError("unreachable")
 
     # -- reading records -------------------------------------------------------------
@@ -436,19 +468,34 @@ class Engine:
             puts.update(extra)
         self.apply(puts, append(puts, self.journal, kind, now, payload), now)
 
-    def apply(self, puts: dict[bytes, bytes | None], journal: JournalHead, now: int) -> None:
+    def apply(self, puts: dict[bytes, bytes | None], journal: JournalHead, now: int, keeps_caches: bool = False) -> None:
         """Stamp a batch whose journal entries are already in it with the latest write
-        time, write it atomically, and move the in-memory journal head."""
+        time, write it atomically (`keeps_caches` as in `write()`), and move the
+        in-memory journal head."""
         high = max(self.clock_high, now)
         puts[META_CLOCK_HIGH] = encode_clock_high(high)
-        self.write(puts)
+        self.write(puts, keeps_caches)
         self.journal, self.clock_high = journal, high
 
-    def write(self, puts: Batch) -> None:
+    def write(self, puts: Batch, keeps_caches: bool = False) -> None:
         """Write a batch atomically: the only way a batch reaches storage, so the
         caches that mirror stored keys see every change (`cortex.index.hot`,
         `cortex.memory.CurrentHeads`) and packed frames get their dirty markers
-        (`cortex.index.packs`)."""
+        (`cortex.index.packs`).
+
+        `keeps_caches`: the caller vouches that every key a cache mirrors (heads,
+        frame and pinned entries) keeps its value or is new, under an id after
+        every stored one: the batch adds memories (`IdGenerator` makes their ids
+        so) or changes packs alone (a follower reloads them at each catch-up).
+        Every other batch moves the cache epoch, and a follower that sees it move
+        drops its caches (`refresh()`). A batch that sets the epoch itself
+        (`migrate()` copying a store's, last) keeps that value."""
+        epoch = self.cache_epoch
+        if META_CACHE_EPOCH in puts:
+            epoch = decode_cache_epoch(puts[META_CACHE_EPOCH])
+        elif not keeps_caches:
+            epoch = 0 if epoch is None else epoch + 1
+            puts = {**puts, META_CACHE_EPOCH: encode_cache_epoch(epoch)}
         if self.packs is not None:
             puts = self.packs.mark(puts)
         try:
@@ -456,8 +503,8 @@ class Engine:
         finally:
             if self.heads is not None:
                 self.heads.forget(puts)
+        self.cache_epoch = epoch
         if self.hot is not None:
             self.hot.observe(puts)
         if self.packs is not None:
             self.packs.observe(puts)
-

@@ -72,6 +72,9 @@ META_JOURNAL = b"meta/journal"
 META_WEIGHTS = b"meta/weights"
 META_CLOCK_HIGH = b"meta/clock_high"
 META_IMPORT = b"meta/import"  # while an import runs: the file's root and digest
+# Moved by every batch that changes what followers' caches may hold (see
+# `Engine.write`); a control value for caches, not data: exports and copies skip it.
+META_CACHE_EPOCH = b"meta/cache_epoch"
 TRUST_PREFIX = b"meta/trust/"  # + the trusted name, UTF-8
 REVOKED_PREFIX = b"meta/revoked/"  # + the scope id, 32 bytes
 
@@ -488,10 +491,23 @@ def encode_clock_high(at: int) -> bytes:
 
 
 def decode_clock_high(raw: bytes | None) -> int | None:
+    return _decode_u64(META_CLOCK_HIGH, raw)
+
+
+def encode_cache_epoch(epoch: int) -> bytes:
+    return epoch.to_bytes(8, "big")
+
+
+def decode_cache_epoch(raw: bytes | None) -> int | None:
+    return _decode_u64(META_CACHE_EPOCH, raw)
+
+
+def _decode_u64(key: bytes, raw: bytes | None) -> int | None:
+    """An 8-byte big-endian counter stored under `key` (None when absent)."""
     if raw is None:
         return None
     if len(raw) != 8:
-        raise CorruptRecord(META_CLOCK_HIGH, "must be 8 bytes")
+        raise CorruptRecord(key, "must be 8 bytes")
     return int.from_bytes(raw, "big")
 
 

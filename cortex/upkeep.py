@@ -201,7 +201,7 @@ def _verify_hot(e: Engine, problems: list[str]) -> None:
     if e.hot is None:
         return
     for prefix in e.hot.prefixes():
-        cached = e.hot.lookup(prefix)
+        cached = e.hot.lookup(prefix, e.storage)
         try:
             stored = Columns.decode(e.storage.scan_values(prefix), hot.FIELDS)
         except ValueError:  # a value of the wrong size: the index checks above name it
@@ -273,25 +273,27 @@ def rebuild(e: Engine) -> list[str]:
         # Packs copy entries this may change: drop them first, pack again at the end.
         packed = packs.packed_tails(e.storage)
         for tail in packed:
-            e.write(dict.fromkeys(packs.stored_keys(e.storage, tail)))
+            e.write(dict.fromkeys(packs.stored_keys(e.storage, tail)), keeps_caches=True)
         head, scores, weights, facts, high, grants = replay_journal(e, problems)
         expected = expected_derived(e, scores, facts, problems)
         expected.update(grants.records())
-        puts: dict[bytes, bytes | None] = {
-            META_WEIGHTS: None if weights is None else weights.encode(),
-            META_CLOCK_HIGH: encode_clock_high(high) if head.seq else None,
-        }
+        puts: dict[bytes, bytes | None] = {}
         for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX, *GRANT_PREFIXES):
-            for key in scan_keys(e.storage, prefix):
+            for key, value in e.storage.scan_items(prefix):
                 if key not in expected:
                     puts[key] = None
+                elif expected[key] == value:
+                    del expected[key]  # sound keys are not written again: followers keep their caches
         puts.update(expected)
+        meta = {META_WEIGHTS: None if weights is None else weights.encode(),
+                META_CLOCK_HIGH: encode_clock_high(high) if head.seq else None}
+        puts.update({key: value for key, value in meta.items() if e.storage.get(key) != value})
         keys = list(puts)
         for start in range(0, len(keys), 50_000):
             e.write({k: puts[k] for k in keys[start : start + 50_000]})
         if e.packs is not None:
             for tail in packed:
-                e.write(packs.pack_batch(e.storage, packs.prefix_of(tail)))
+                e.write(packs.pack_batch(e.storage, packs.prefix_of(tail)), keeps_caches=True)
     return problems
 
 
@@ -317,7 +319,7 @@ def optimize(e: Engine, min_rows: int = packs.MIN_ROWS) -> dict[str, int]:
     for prefix in sorted({*large, *before}):
         with e.lock.write():
             batch = packs.pack_batch(e.storage, prefix)
-            e.write(batch)
+            e.write(batch, keeps_caches=True)
         count = packs.rows_in(batch, prefix)
         packed += count > 0
         rows += count

@@ -142,7 +142,7 @@ def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
         links = [(raw_id, item.supersedes) for raw_id, item in zip(raw_ids, batch) if item.supersedes]
         if links:
             journal = edges.supersede(e, puts, journal, now, links, set(raw_ids))
-        e.apply(puts, journal, now)
+        e.apply(puts, journal, now, keeps_caches=not links)  # links change the superseded memories
     return format_uris([w.data.TYPE for w in batch], raw_ids, [1] * len(batch))
 
 

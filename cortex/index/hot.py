@@ -15,7 +15,12 @@ under it in the handle's current view, one row per key, in key order (so by id).
 * The writer keeps it by passing every batch it writes through `observe()`
   (`Engine.write` is the only way a batch reaches storage). A change is recorded as
   pending and applied on the next `lookup()`, under this cache's own lock.
-* A follower's view moves only in `Engine.refresh()`, which calls `clear()`.
+* A follower's view moves only in `Engine.refresh()`. When the writer has only
+  added memories since the last view (its cache epoch did not move, see
+  `Engine.write`), every entry stored under a cached prefix is still there with
+  its value, and the new ones have ids after every old one: `refresh()` calls
+  `appended()`, and each cached prefix reads the entries after its last row at its
+  next `lookup()`. After any other change it calls `clear()`.
 * Backends whose reads see other processes' commits without a refresh
   (PostgreSQL) get no cache: the engine does not make one for them.
 
@@ -34,8 +39,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..records import ID_SIZE
+from ..storage import Storage
 from . import frame, pinned
-from .entry import DTYPE, Columns, id_keys
+from .entry import DTYPE, Columns, id_keys, unsound
 
 # A prefix smaller than this is scanned on each call (a few hundred entries cost
 # less than a tenth of a millisecond); larger ones are cached.
@@ -53,11 +59,12 @@ FIELDS: tuple[str, ...] = tuple(DTYPE.names or ())
 
 
 class _Entry:
-    __slots__ = ("cols", "pending")
+    __slots__ = ("cols", "pending", "generation")
 
-    def __init__(self, cols: Columns) -> None:
+    def __init__(self, cols: Columns, generation: int) -> None:
         self.cols = cols
         self.pending: dict[bytes, bytes | None] = {}  # id -> its new value (None: deleted)
+        self.generation = generation  # the cache's generation its rows were last read in
 
 
 class HotFrames:
@@ -69,6 +76,10 @@ class HotFrames:
         self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
         self._rows = 0
         self._lock = threading.Lock()
+        # Moved by `appended()`: an entry of an older generation may lack new rows.
+        self._generation = 0
+        # Entries read from storage to bring cached prefixes up to date (followers).
+        self.entries_read = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -77,13 +88,18 @@ class HotFrames:
         with self._lock:
             return sorted(self._entries)
 
-    def lookup(self, prefix: bytes) -> Columns | None:
-        """The columns of `prefix` when cached (with any pending writes applied)."""
+    def lookup(self, prefix: bytes, storage: Storage) -> Columns | None:
+        """The columns of `prefix` when cached, with any pending writes applied and,
+        after `appended()`, the entries after its last row read from `storage`
+        (None when those prove unsound: the caller's own scan then names them)."""
         with self._lock:
             cached = self._entries.get(prefix)
             if cached is None:
                 return None
             self._entries.move_to_end(prefix)
+            if cached.generation != self._generation:
+                if not self._read_tail(prefix, cached, storage):
+                    return None
             if cached.pending:
                 before = len(cached.cols)
                 cached.cols = applied(cached.cols, cached.pending).materialized()
@@ -100,7 +116,7 @@ class HotFrames:
         with self._lock:
             old = self._entries.pop(prefix, None)
             self._rows -= 0 if old is None else len(old.cols)
-            self._entries[prefix] = _Entry(cols.materialized())
+            self._entries[prefix] = _Entry(cols.materialized(), self._generation)
             self._rows += len(cols)
             self._evict()
 
@@ -120,10 +136,38 @@ class HotFrames:
                 if cached is not None:
                     cached.pending[key[prefix_size:]] = value
 
+    def appended(self) -> None:
+        """The view moved by added memories alone (see the module docstring): each
+        cached prefix reads the entries after its last row at its next lookup."""
+        with self._lock:
+            self._generation += 1
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
             self._rows = 0
+
+    def _read_tail(self, prefix: bytes, cached: _Entry, storage: Storage) -> bool:
+        """Append to `cached` the entries stored under `prefix` after its last row
+        (lock held). False, with the prefix dropped, when they decode unsound."""
+        cols = cached.cols
+        after = prefix + id_keys(cols["id_hi"][-1:], cols["id_lo"][-1:]).tobytes() if len(cols) else prefix
+        values = [value for key, value in storage.scan_items(prefix, after) if key != after]
+        self.entries_read += len(values)
+        cached.generation = self._generation
+        if values:
+            try:
+                new = Columns.decode(values, FIELDS)
+            except ValueError:
+                new = None
+            if new is None or unsound(new):
+                del self._entries[prefix]
+                self._rows -= len(cols)
+                return False
+            cached.cols = Columns.concat([cols, new]).materialized()
+            self._rows += len(new)
+            self._evict()
+        return True
 
     def _evict(self) -> None:
         while self._rows > self.max_rows and self._entries:

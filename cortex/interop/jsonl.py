@@ -65,6 +65,7 @@ from ..records import (
     JOURNAL_PREFIX,
     META_ACTOR,
     META_CLOCK_HIGH,
+    META_CACHE_EPOCH,
     META_IMPORT,
     META_JOURNAL,
     META_PREFIX,
@@ -102,7 +103,9 @@ FORMAT_VERSION = 1
 BATCH_KEYS = 20_000
 
 # Keys written from the lines above, or derived on import: never a `record` line.
-_COVERED_META = {META_ACTOR, META_SCHEMA, META_TOKENIZER, META_JOURNAL, META_CLOCK_HIGH, META_WEIGHTS, META_IMPORT}
+# (The cache epoch belongs to the store's write history, not to its memories.)
+_COVERED_META = {META_ACTOR, META_SCHEMA, META_TOKENIZER, META_JOURNAL, META_CLOCK_HIGH, META_WEIGHTS, META_IMPORT,
+                 META_CACHE_EPOCH}
 _COVERED_PREFIXES = (INDEX_PREFIX, HEAD_PREFIX, VERSION_PREFIX, JOURNAL_PREFIX, SALIENCE_PREFIX)
 _KINDS_ORDER = ("memory", "weights", "record", "journal")
 

@@ -43,6 +43,7 @@ from ..errors import StoreError, ValidationError
 from ..records import (
     ALL_PREFIXES,
     META_ACTOR,
+    META_CACHE_EPOCH,
     META_IMPORT,
     META_JOURNAL,
     META_SCHEMA,
@@ -52,7 +53,10 @@ from ..records import (
 from ..storage import is_dsn
 
 BATCH_KEYS = 5_000  # keys per write batch: one PostgreSQL transaction, or one RocksDB WriteBatch
-_SETTINGS = frozenset({META_ACTOR, META_SCHEMA, META_TOKENIZER})  # what open() writes into a new store
+_SETTINGS = frozenset({META_ACTOR, META_SCHEMA, META_TOKENIZER, META_CACHE_EPOCH})  # what open() writes into a new store
+# Copied last, in the batch that ends the copy (the import marker is the copy's own):
+# every batch before it moves the destination's cache epoch (`Engine.write`).
+_LAST = frozenset({META_JOURNAL, META_IMPORT, META_CACHE_EPOCH})
 _MARKER = b"migrate "  # + the source's root in hex: the value of meta/import while a migration runs
 
 Progress = Callable[[int], None]
@@ -132,17 +136,16 @@ def _copy(reader: Engine, writer: Engine, progress: Progress | None) -> tuple[in
 
         for prefix in sorted(ALL_PREFIXES):
             for key, value in reader.storage.scan_items(prefix):
-                if key in (META_JOURNAL, META_IMPORT) or (writer.packs is None and key.startswith(packs.PREFIX)):
+                if key in _LAST or (writer.packs is None and key.startswith(packs.PREFIX)):
                     continue
                 batch[key] = value
                 if len(batch) >= BATCH_KEYS:
                     flush()
-        stored = reader.storage.get(META_JOURNAL)
-        if stored is not None:
-            batch[META_JOURNAL] = stored
+        last = {key: reader.storage.get(key) for key in (META_JOURNAL, META_CACHE_EPOCH)}
+        batch.update({key: value for key, value in last.items() if value is not None})
         batch[META_IMPORT] = None
         flush()
-    return copied, JournalHead.decode(stored).root
+    return copied, JournalHead.decode(last[META_JOURNAL]).root
 
 
 def _check_empty(writer: Engine, marker: bytes) -> None:

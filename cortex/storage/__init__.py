@@ -82,9 +82,11 @@ class Storage(Protocol):
         cheap. A backend whose reads always see the latest commit returns False."""
         ...
 
-    def catch_up(self, reopen: bool = False) -> None:
+    def catch_up(self, reopen: bool = False) -> bool:
         """(Followers) move the view to the writer's latest commit; `reopen` asks for
-        a fresh view from scratch where the backend distinguishes the two."""
+        a fresh view from scratch where the backend distinguishes the two. False
+        when the view may be torn (the writer kept changing its files throughout):
+        the engine then keeps nothing it builds on that view past the next one."""
         ...
 
     def close(self) -> None:

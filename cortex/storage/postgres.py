@@ -526,8 +526,8 @@ class PostgresStorage:
     def writer_moved(self) -> bool:
         return False
 
-    def catch_up(self, reopen: bool = False) -> None:
-        return None
+    def catch_up(self, reopen: bool = False) -> bool:
+        return True  # every view() sees the latest commit: nothing to catch up
 
     def all_items(self) -> dict[bytes, bytes]:
         """Every key and value of the actor's store (tests and tools; small stores)."""

@@ -365,11 +365,12 @@ class RocksStorage:
     def writer_moved(self) -> bool:
         return self.read_only and self._known_files_signature() != self._files_seen
 
-    def catch_up(self, reopen: bool = False) -> None:
+    def catch_up(self, reopen: bool = False) -> bool:
         """Catch up with the writer: a plain catch-up after WAL appends, a fresh
-        secondary instance (~20 ms at 1M) after a flush or when `reopen` asks."""
+        secondary instance (~20 ms at 1M) after a flush or when `reopen` asks.
+        False when a flush overlapped every attempt."""
         if not self.read_only:
-            return
+            return True
         reopen = reopen or _flush_happened(self._files_seen, self._files_signature())
         seen = self._files_seen
         for _ in range(_MAX_REOPENS):
@@ -388,6 +389,7 @@ class RocksStorage:
             if not reopen:
                 break
         self._files_seen = seen
+        return not reopen
 
 
 def _raw_items(items: Any) -> Iterator[tuple[bytes, bytes]]:
