@@ -493,7 +493,7 @@ class Engine:
         epoch = self.cache_epoch
         if META_CACHE_EPOCH in puts:
             epoch = decode_cache_epoch(puts[META_CACHE_EPOCH])
-        elif not keeps_caches:
+        elif not keeps_caches or epoch is None:  # (a store made before the epoch gets one)
             epoch = 0 if epoch is None else epoch + 1
             puts = {**puts, META_CACHE_EPOCH: encode_cache_epoch(epoch)}
         if self.packs is not None:

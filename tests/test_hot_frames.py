@@ -275,6 +275,26 @@ def test_the_cache_epoch_moves_with_every_write_but_new_memories_and_packs(tmp_p
         assert storage.get(damaged) is not None and epoch() == 3
 
 
+def test_a_store_made_before_the_cache_epoch_gets_one_at_its_next_write(tmp_path):
+    """Followers of a store with no epoch keep nothing across a catch-up (an older
+    writer would not move it); the first write of this version sets it."""
+    clock = FakeClock()
+    path = tmp_path / "s"
+    ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "budget_tokens": 4000}
+    with open_store(path, clock) as w:
+        w.write_many(_facts(600))
+        w._engine.storage.write({b"meta/cache_epoch": None})  # as a store made before it
+    with open_store(path, clock) as w, open_store(path, clock, mode="r") as r:
+        r.context(**ask)
+        w.write_many(_facts(3, start=600))
+        assert w._engine.storage.get(b"meta/cache_epoch") == bytes(8)
+        r.refresh()
+        assert r._engine.hot.prefixes() == [] and r.context(**ask).candidates == 603
+        w.write_many(_facts(3, start=603))
+        r.refresh()
+        assert r._engine.hot.prefixes() != [] and r.context(**ask).candidates == 606
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_a_follower_that_keeps_its_caches_answers_as_one_with_none(tmp_path_factory, seed):
