@@ -133,7 +133,8 @@ class Cortex:
 
     def refresh(self, reopen: bool = False) -> None:
         """Catch up with the writer (mode "r"); a no-op in mode "rw". `reopen=True`
-        asks for a fresh view from scratch (RocksDB: a new secondary instance)."""
+        asks for a fresh view from scratch (RocksDB: a new secondary instance) and
+        drops the handle's caches, which a catch-up over new memories alone keeps."""
         self._engine.refresh(reopen)
 
     # -- writes ----------------------------------------------------------------

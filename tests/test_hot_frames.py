@@ -248,6 +248,27 @@ def test_any_other_write_makes_a_follower_drop_its_caches(tmp_path):
             assert engine.hot.prefixes() == [] and len(engine.heads) == 0
 
 
+def test_a_view_that_may_be_torn_keeps_nothing_past_the_next_catch_up(tmp_path):
+    """When a catch-up reports that the writer kept flushing through every attempt
+    (`Storage.catch_up` returns False), the caches are dropped then, and what they
+    took from that view is dropped at the next catch-up too."""
+    clock = FakeClock()
+    path = tmp_path / "s"
+    ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "budget_tokens": 4000}
+    with open_store(path, clock) as w:
+        w.write_many(_facts(600))
+        with open_store(path, clock, mode="r") as r:
+            engine, storage = r._engine, r._engine.storage
+            real, verdicts = storage.catch_up, iter([False, True, True])
+            storage.catch_up = lambda reopen=False: real(reopen) and next(verdicts)  # the real catch-up; its verdict forced
+            for n, kept in enumerate((False, False, True)):
+                assert r.context(**ask).candidates == 600 + n and engine.hot.prefixes() != []
+                w.write_many(_facts(1, start=600 + n))
+                r.refresh()
+                assert (engine.hot.prefixes() != []) is kept
+            assert r.context(**ask).to_json() == w.context(**ask).to_json()
+
+
 def test_the_cache_epoch_moves_with_every_write_but_new_memories_and_packs(tmp_path):
     """`meta/cache_epoch`: set when the store is made, moved by every batch that could
     change what a follower's cache holds, left alone by new memories, `optimize()`,
