@@ -488,8 +488,8 @@ class Engine:
         every stored one: the batch adds memories (`IdGenerator` makes their ids
         so) or changes packs alone (a follower reloads them at each catch-up).
         Every other batch moves the cache epoch, and a follower that sees it move
-        drops its caches (`refresh()`). A batch that sets the epoch itself
-        (`migrate()` copying a store's, last) keeps that value."""
+        drops its caches (`refresh()`). A batch that sets the epoch itself keeps
+        that value (`migrate()` copies the source's in its last batch)."""
         epoch = self.cache_epoch
         if META_CACHE_EPOCH in puts:
             epoch = decode_cache_epoch(puts[META_CACHE_EPOCH])
