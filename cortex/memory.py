@@ -255,9 +255,10 @@ class CurrentHeads:
     under it in the handle's current view. It holds because every batch a handle
     writes passes through `forget()` (`Engine.write`), and a follower's view moves
     only in `Engine.refresh()`, which calls `clear()` unless the writer has only
-    added memories since (new heads, under keys not held here). Backends whose reads see other
-    processes' commits without a refresh (PostgreSQL) get none: the engine makes
-    none for them. At most `size` views are kept; the oldest go first.
+    added memories since (new heads, under keys not held here). Backends whose
+    reads see other processes' commits without a refresh (PostgreSQL) get none:
+    the engine makes none for them. At most `size` views are kept; the oldest go
+    first.
     """
 
     def __init__(self, size: int = 8192) -> None:
