@@ -88,6 +88,19 @@ def ids_of(rows: np.ndarray) -> list[bytes]:
     return [raw[i : i + 16] for i in range(0, len(raw), 16)]
 
 
+def last_id(cols: Columns) -> bytes:
+    """The 16-byte id of the last row (`.tobytes()`, not `bytes()` of an `S16` item:
+    that drops trailing zero bytes)."""
+    return id_keys(cols["id_hi"][-1:], cols["id_lo"][-1:]).tobytes()
+
+
+def start_after(prefix: bytes, raw_id: bytes) -> bytes:
+    """Where a scan of `prefix` starts for the entries with ids after `raw_id`: a key
+    is the prefix and a 16-byte id, so `raw_id`'s key and one zero byte sorts after
+    that key and before the key of any later id."""
+    return prefix + raw_id + b"\x00"
+
+
 # A boolean take of at least `_RUNS_FROM` rows gathers by slices when its kept rows
 # form at most `_MAX_RUNS` runs; a concat of at least `_RUNS_FROM` rows joins lazily.
 # Below that, numpy's plain gather and concatenate cost less than the bookkeeping.

@@ -41,7 +41,7 @@ import numpy as np
 from ..records import ID_SIZE
 from ..storage import Storage
 from . import frame, pinned
-from .entry import DTYPE, Columns, id_keys, unsound
+from .entry import DTYPE, Columns, id_keys, last_id, start_after, unsound
 
 # A prefix smaller than this is scanned on each call (a few hundred entries cost
 # less than a tenth of a millisecond); larger ones are cached.
@@ -151,8 +151,8 @@ class HotFrames:
         """Append to `cached` the entries stored under `prefix` after its last row
         (lock held). False, with the prefix dropped, when they decode unsound."""
         cols = cached.cols
-        after = prefix + id_keys(cols["id_hi"][-1:], cols["id_lo"][-1:]).tobytes() if len(cols) else prefix
-        values = [value for key, value in storage.scan_items(prefix, after) if key != after]
+        start = start_after(prefix, last_id(cols)) if len(cols) else None
+        values = [value for _, value in storage.scan_items(prefix, start)]
         self.entries_read += len(values)
         cached.generation = self._generation
         if values:

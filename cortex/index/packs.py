@@ -48,7 +48,7 @@ from ..errors import CorruptRecord
 from ..records import ID_SIZE, INDEX_DTYPE, INDEX_VALUE_SIZE, index_value_sound
 from ..storage import Batch, Storage, scan_keys
 from . import frame, hot
-from .entry import Columns, id_keys, scan_rows, unsound
+from .entry import Columns, last_id, scan_rows, start_after, unsound
 
 PREFIX = b"idx/pack/"
 DIR_PREFIX = PREFIX + b"dir/"
@@ -196,7 +196,7 @@ def read(storage: Storage, prefix: bytes) -> Columns:
         raise CorruptRecord(dkey, "pack chunks disagree with the directory")
     chunk_cols = [decode_chunk(rows_key(tail, n), value) for n, value in enumerate(values)]
     cols = chunk_cols[0] if len(chunk_cols) == 1 else Columns.concat(chunk_cols)
-    if unsound(cols) or not _increasing(cols) or _last_id(cols) != bound:
+    if unsound(cols) or not _increasing(cols) or last_id(cols) != bound:
         raise CorruptRecord(rows_key(tail, 0), "bad pack rows")
     marked = [key[-ID_SIZE:] for key in scan_keys(storage, DIRTY_PREFIX + tail)]
     marked = [raw_id for raw_id in marked if raw_id <= bound]
@@ -204,7 +204,7 @@ def read(storage: Storage, prefix: bytes) -> Columns:
         keys = [prefix + raw_id for raw_id in marked]
         current = storage.multi_get(keys)
         cols = hot.applied(cols, {raw_id: _checked(key, value) for raw_id, key, value in zip(marked, keys, current)})
-    newer = [value for key, value in storage.scan_items(prefix, prefix + bound + b"\x00") if _checked(key, value)]
+    newer = [value for key, value in storage.scan_items(prefix, start_after(prefix, bound)) if _checked(key, value)]
     if newer:
         cols = Columns.concat([cols, Columns.decode(newer, hot.FIELDS)])
     return cols
@@ -221,10 +221,6 @@ def _increasing(cols: Columns) -> bool:
     """Whether the rows' ids rise strictly."""
     hi, lo = cols["id_hi"], cols["id_lo"]
     return bool(((hi[1:] > hi[:-1]) | ((hi[1:] == hi[:-1]) & (lo[1:] > lo[:-1]))).all())
-
-
-def _last_id(cols: Columns) -> bytes:
-    return id_keys(cols["id_hi"][-1:], cols["id_lo"][-1:]).tobytes()  # not bytes() of an S16 item: it drops trailing zero bytes
 
 
 # ---------------------------------------------------------------------------
@@ -270,7 +266,7 @@ def pack_batch(storage: Storage, prefix: bytes) -> dict[bytes, bytes | None]:
     chunks = [encode_chunk(cols.slice(i, i + CHUNK_ROWS)) for i in range(0, len(cols), CHUNK_ROWS)]
     for n, chunk in enumerate(chunks):
         puts[rows_key(tail, n)] = chunk
-    puts[dir_key(tail)] = encode_dir(_last_id(cols), len(cols), len(chunks))
+    puts[dir_key(tail)] = encode_dir(last_id(cols), len(cols), len(chunks))
     return puts
 
 
