@@ -491,7 +491,11 @@ def encode_clock_high(at: int) -> bytes:
 
 
 def decode_clock_high(raw: bytes | None) -> int | None:
-    return _decode_u64(META_CLOCK_HIGH, raw)
+    if raw is None:
+        return None
+    if len(raw) != 8:
+        raise CorruptRecord(META_CLOCK_HIGH, "must be 8 bytes")
+    return int.from_bytes(raw, "big")
 
 
 def encode_cache_epoch(epoch: int) -> bytes:
@@ -499,16 +503,10 @@ def encode_cache_epoch(epoch: int) -> bytes:
 
 
 def decode_cache_epoch(raw: bytes | None) -> int | None:
-    return _decode_u64(META_CACHE_EPOCH, raw)
-
-
-def _decode_u64(key: bytes, raw: bytes | None) -> int | None:
-    """An 8-byte big-endian counter stored under `key` (None when absent)."""
-    if raw is None:
-        return None
-    if len(raw) != 8:
-        raise CorruptRecord(key, "must be 8 bytes")
-    return int.from_bytes(raw, "big")
+    """The cache epoch, or None when there is none or it is damaged (`verify()` names
+    that): followers then keep no cache across a catch-up, and the writer's next
+    batch stores a sound one."""
+    return int.from_bytes(raw, "big") if raw is not None and len(raw) == 8 else None
 
 
 # ---------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from .storage import scan_keys
 from .records import (
     HEAD_PREFIX,
     JOURNAL_PREFIX,
+    META_CACHE_EPOCH,
     META_CLOCK_HIGH,
     META_IMPORT,
     META_JOURNAL,
@@ -41,6 +42,8 @@ from .records import (
     JournalHead,
     Version,
     content_hash,
+    decode_cache_epoch,
+    encode_cache_epoch,
     encode_clock_high,
     salience_key,
     split_journal_value,
@@ -253,9 +256,16 @@ def _verify_into(e: Engine, problems: list[str]) -> None:
             problems.append("meta/clock_high: differs from the journal's latest time")
         if e.storage.get(META_IMPORT) is not None:
             problems.append("meta/import: an import did not finish; run the same import again to complete it")
+        if _damaged_epoch(e):
+            problems.append("meta/cache_epoch: must be 8 bytes (the next write or rebuild() replaces it)")
         stored_weights = e.storage.get(META_WEIGHTS)
         if stored_weights != (None if weights is None else weights.encode()):
             problems.append("meta/weights: stored weights differ from the journal's feedback")
+
+def _damaged_epoch(e: Engine) -> bool:
+    raw = e.storage.get(META_CACHE_EPOCH)
+    return raw is not None and decode_cache_epoch(raw) is None
+
 
 def rebuild(e: Engine) -> list[str]:
     """Recreate every derived key (indexes, salience, weights) from the canonical
@@ -287,6 +297,8 @@ def rebuild(e: Engine) -> list[str]:
         puts.update(expected)
         meta = {META_WEIGHTS: None if weights is None else weights.encode(),
                 META_CLOCK_HIGH: encode_clock_high(high) if head.seq else None}
+        if _damaged_epoch(e):
+            meta[META_CACHE_EPOCH] = encode_cache_epoch(0)  # followers hold None for it: they keep nothing
         puts.update({key: value for key, value in meta.items() if e.storage.get(key) != value})
         keys = list(puts)
         for start in range(0, len(keys), 50_000):

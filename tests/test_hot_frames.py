@@ -316,6 +316,25 @@ def test_a_store_made_before_the_cache_epoch_gets_one_at_its_next_write(tmp_path
         assert r._engine.hot.prefixes() != [] and r.context(**ask).candidates == 606
 
 
+def test_a_damaged_cache_epoch_is_named_by_verify_trusted_by_no_follower_and_replaced(tmp_path):
+    clock = FakeClock()
+    path = tmp_path / "s"
+    ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "budget_tokens": 4000}
+    with open_store(path, clock) as w:
+        w.write_many(_facts(600))
+        w._engine.storage.write({b"meta/cache_epoch": b"\x07"})  # damage
+    with open_store(path, clock) as w, open_store(path, clock, mode="r") as r:
+        assert w.verify() == ["meta/cache_epoch: must be 8 bytes (the next write or rebuild() replaces it)"]
+        r.context(**ask)
+        assert w.rebuild() == [] and w.verify() == []
+        r.refresh()
+        assert r._engine.hot.prefixes() == []  # the view it left held no sound epoch
+        r.context(**ask)
+        w.write_many(_facts(2, start=600))
+        r.refresh()
+        assert r._engine.hot.prefixes() != [] and r.context(**ask).candidates == 602
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_a_follower_that_keeps_its_caches_answers_as_one_with_none(tmp_path_factory, seed):
