@@ -202,6 +202,10 @@ def test_rebuild_and_import_move_the_cache_with_the_store(tmp_path):
         assert gone.to_json() == c.context(**ask).to_json() and gone.candidates == 39
 
 
+# A follower's call on the object the follower tests below write to.
+GPU_ASK = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "budget_tokens": 4000}
+
+
 def _facts(n: int, ref: str = "gpu", start: int = 0) -> list[cortex.Write]:
     return [cortex.Write(Fact(statement=f"f{i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", ref),))
             for i in range(start, start + n)]
@@ -210,27 +214,25 @@ def _facts(n: int, ref: str = "gpu", start: int = 0) -> list[cortex.Write]:
 def test_a_follower_keeps_its_caches_across_new_memories_and_reads_only_the_new_entries(tmp_path):
     clock = FakeClock()
     path = tmp_path / "s"
-    ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "budget_tokens": 4000}
     with open_store(path, clock) as w:
         w.write_many(_facts(600))
         with open_store(path, clock, mode="r") as r:
             engine = r._engine
-            assert r.context(**ask).candidates == 600
+            assert r.context(**GPU_ASK).candidates == 600
             heads = len(engine.heads)
             assert engine.hot.prefixes() and heads > 0
             w.write_many(_facts(5, start=600))
             w.write(Fact(statement="cold", subject="s", predicate="p"), frames=[Frame("acquire", "service", "tiny")])
             read = engine.index_entries_read
-            after = r.context(**ask)  # catches up: only the 5 new entries are read
+            after = r.context(**GPU_ASK)  # catches up: only the 5 new entries are read
             assert after.candidates == 605 and engine.index_entries_read == read + 5
             assert len(engine.heads) >= heads and r.verify() == []
-            assert after.to_json() == w.context(**ask).to_json()
+            assert after.to_json() == w.context(**GPU_ASK).to_json()
 
 
 def test_any_other_write_makes_a_follower_drop_its_caches(tmp_path):
     clock = FakeClock()
     path = tmp_path / "s"
-    ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "budget_tokens": 4000}
     with open_store(path, clock) as w:
         uris = w.write_many(_facts(600))
         with open_store(path, clock, mode="r") as r:
@@ -238,12 +240,12 @@ def test_any_other_write_makes_a_follower_drop_its_caches(tmp_path):
             for change in (lambda: w.update_head(uris[3], importance=9), lambda: w.tombstone(uris[4], "gone"),
                            lambda: w.attest([uris[5]], "success"), lambda: w.write(Fact(statement="new", subject="s", predicate="p"),
                                                                                   frames=[Frame("acquire", "service", "gpu")], supersedes=[uris[6]])):
-                assert r.context(**ask).candidates > 0 and engine.hot.prefixes() and len(engine.heads) > 0
+                assert r.context(**GPU_ASK).candidates > 0 and engine.hot.prefixes() and len(engine.heads) > 0
                 change()
                 r.refresh()
                 assert engine.hot.prefixes() == [] and len(engine.heads) == 0
-                assert r.context(**ask).to_json() == w.context(**ask).to_json()
-            r.context(**ask)
+                assert r.context(**GPU_ASK).to_json() == w.context(**GPU_ASK).to_json()
+            r.context(**GPU_ASK)
             r.refresh(reopen=True)  # a fresh view asked for: nothing is kept
             assert engine.hot.prefixes() == [] and len(engine.heads) == 0
 
@@ -254,7 +256,6 @@ def test_a_view_that_may_be_torn_keeps_nothing_past_the_next_catch_up(tmp_path):
     took from that view is dropped at the next catch-up too."""
     clock = FakeClock()
     path = tmp_path / "s"
-    ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "budget_tokens": 4000}
     with open_store(path, clock) as w:
         w.write_many(_facts(600))
         with open_store(path, clock, mode="r") as r:
@@ -262,11 +263,11 @@ def test_a_view_that_may_be_torn_keeps_nothing_past_the_next_catch_up(tmp_path):
             real, verdicts = storage.catch_up, iter([False, True, True])
             storage.catch_up = lambda reopen=False: real(reopen) and next(verdicts)  # the real catch-up; its verdict forced
             for n, kept in enumerate((False, False, True)):
-                assert r.context(**ask).candidates == 600 + n and engine.hot.prefixes() != []
+                assert r.context(**GPU_ASK).candidates == 600 + n and engine.hot.prefixes() != []
                 w.write_many(_facts(1, start=600 + n))
                 r.refresh()
                 assert (engine.hot.prefixes() != []) is kept
-            assert r.context(**ask).to_json() == w.context(**ask).to_json()
+            assert r.context(**GPU_ASK).to_json() == w.context(**GPU_ASK).to_json()
 
 
 def test_the_cache_epoch_moves_with_every_write_but_new_memories_and_packs(tmp_path):
@@ -301,38 +302,36 @@ def test_a_store_made_before_the_cache_epoch_gets_one_at_its_next_write(tmp_path
     writer would not move it); the first write of this version sets it."""
     clock = FakeClock()
     path = tmp_path / "s"
-    ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "budget_tokens": 4000}
     with open_store(path, clock) as w:
         w.write_many(_facts(600))
         w._engine.storage.write({b"meta/cache_epoch": None})  # as a store made before it
     with open_store(path, clock) as w, open_store(path, clock, mode="r") as r:
-        r.context(**ask)
+        r.context(**GPU_ASK)
         w.write_many(_facts(3, start=600))
         assert w._engine.storage.get(b"meta/cache_epoch") == bytes(8)
         r.refresh()
-        assert r._engine.hot.prefixes() == [] and r.context(**ask).candidates == 603
+        assert r._engine.hot.prefixes() == [] and r.context(**GPU_ASK).candidates == 603
         w.write_many(_facts(3, start=603))
         r.refresh()
-        assert r._engine.hot.prefixes() != [] and r.context(**ask).candidates == 606
+        assert r._engine.hot.prefixes() != [] and r.context(**GPU_ASK).candidates == 606
 
 
 def test_a_damaged_cache_epoch_is_named_by_verify_trusted_by_no_follower_and_replaced(tmp_path):
     clock = FakeClock()
     path = tmp_path / "s"
-    ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "budget_tokens": 4000}
     with open_store(path, clock) as w:
         w.write_many(_facts(600))
         w._engine.storage.write({b"meta/cache_epoch": b"\x07"})  # damage
     with open_store(path, clock) as w, open_store(path, clock, mode="r") as r:
         assert w.verify() == ["meta/cache_epoch: must be 8 bytes (the next write or rebuild() replaces it)"]
-        r.context(**ask)
+        r.context(**GPU_ASK)
         assert w.rebuild() == [] and w.verify() == []
         r.refresh()
         assert r._engine.hot.prefixes() == []  # the view it left held no sound epoch
-        r.context(**ask)
+        r.context(**GPU_ASK)
         w.write_many(_facts(2, start=600))
         r.refresh()
-        assert r._engine.hot.prefixes() != [] and r.context(**ask).candidates == 602
+        assert r._engine.hot.prefixes() != [] and r.context(**GPU_ASK).candidates == 602
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
