@@ -73,7 +73,8 @@ META_WEIGHTS = b"meta/weights"
 META_CLOCK_HIGH = b"meta/clock_high"
 META_IMPORT = b"meta/import"  # while an import runs: the file's root and digest
 # Moved by every batch that changes what followers' caches may hold (see
-# `Engine.write`); a control value for caches, not data: exports and copies skip it.
+# `Engine.write`): the store's write history, not its memories, so exports leave it
+# out (`migrate()` copies it, last).
 META_CACHE_EPOCH = b"meta/cache_epoch"
 TRUST_PREFIX = b"meta/trust/"  # + the trusted name, UTF-8
 REVOKED_PREFIX = b"meta/revoked/"  # + the scope id, 32 bytes

@@ -262,6 +262,7 @@ def _verify_into(e: Engine, problems: list[str]) -> None:
         if stored_weights != (None if weights is None else weights.encode()):
             problems.append("meta/weights: stored weights differ from the journal's feedback")
 
+
 def _damaged_epoch(e: Engine) -> bool:
     raw = e.storage.get(META_CACHE_EPOCH)
     return raw is not None and decode_cache_epoch(raw) is None
