@@ -45,3 +45,43 @@ def test_an_older_store_opens_verifies_and_answers_as_it_did(tmp_path):
         uri = c.write(Fact(statement="written after the upgrade", subject="s", predicate="p"))
         assert c.resolve(uri).data.statement == "written after the upgrade"
         assert c.verify() == []
+
+
+def _restore_single_family(path: Path) -> None:
+    """The same store as older cortex laid it out in RocksDB: every key in the one
+    "default" column family (stores made before the record families existed)."""
+    from rocksdict import Options, Rdict
+
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    db = Rdict(str(path), opts)
+    try:
+        for k, v in DATA["keys"].items():
+            db[bytes.fromhex(k)] = bytes.fromhex(v)
+    finally:
+        db.close()
+
+
+def test_a_single_family_store_is_read_and_written_as_it_is_and_migrates_into_families(tmp_path):
+    from rocksdict import Rdict
+
+    old = tmp_path / "old"
+    _restore_single_family(old)
+    with cortex.open(old, actor=DATA["actor"]) as c:
+        assert not c._engine.storage.split
+        assert c.verify() == [] and c.root() == DATA["root"]
+        after = json.loads(c.context(verb="acquire", objects={"service": "gpu"}, now=NOW).to_json())
+        assert after["root"] == json.loads(DATA["context"])["root"]
+        uri = c.write(Fact(statement="written to a single-family store", subject="s", predicate="p"))
+        with cortex.open(old, actor=DATA["actor"], mode="r") as follower:
+            assert follower.resolve(uri).data.statement == "written to a single-family store"
+        root = c.root()
+    assert Rdict.list_cf(str(old)) == ["default"]  # nothing converted it
+
+    new = tmp_path / "new"
+    cortex.migrate(old, new)
+    assert sorted(Rdict.list_cf(str(new))) == ["default", "heads", "versions"]
+    with cortex.open(new, actor=DATA["actor"]) as c:
+        assert c._engine.storage.split
+        assert c.verify() == [] and c.root() == root
+        assert c.resolve(uri).data.statement == "written to a single-family store"
