@@ -175,59 +175,6 @@ def test_rocksdb_writes_a_batch_in_key_order(tmp_path) -> None:
         storage.close()
 
 
-def test_rocksdb_keeps_each_record_kind_in_its_column_family(tmp_path) -> None:
-    """A new store keeps heads, versions, journal entries and salience records each
-    in a column family of its own and everything else in "default", and every read
-    finds a key whichever family holds it: multi-gets across families keep the
-    caller's order, and scans whose prefix spans families merge them in key order."""
-    from rocksdict import Rdict
-
-    path = str(tmp_path / "s")
-    keys = [b"m/\x01", b"m/\x02", b"mv/\x01", b"j/\x01", b"sal/\x01", b"idx/x", b"meta/actor", b"ma", b"mw", b"sal", b"zz"]
-    storage = open_rocksdb(path, read_only=False, cache_mb=8, sync=False)
-    try:
-        storage.write({key: b"v" + key for key in keys})
-        assert storage.split
-        held = {name: sorted(k for k, _ in db.items()) for name, db in zip(
-            ["default", "heads", "versions"], storage._families.dbs, strict=True)}
-        assert held == {
-            "default": [b"idx/x", b"j/\x01", b"ma", b"meta/actor", b"mw", b"sal", b"sal/\x01", b"zz"],
-            "heads": [b"m/\x01", b"m/\x02"], "versions": [b"mv/\x01"],
-        }
-        shuffled = keys[::-1] + [b"m/\x03", b"mv/"]
-        assert storage.multi_get(shuffled) == [b"v" + key for key in keys[::-1]] + [None, None]
-        for prefix in (b"m", b"s", b"", b"m/", b"mv/\x01"):
-            want = sorted(key for key in keys if key.startswith(prefix))
-            assert [k for k, _ in storage.scan_items(prefix)] == want, prefix
-            assert storage.scan_values(prefix) == [b"v" + key for key in want], prefix
-            assert [k for k, _ in storage.scan_items_backward(prefix)] == want[::-1], prefix
-            assert storage.last_key(prefix) == want[-1], prefix
-        assert sorted(storage.all_items()) == sorted(keys)
-        storage.write({b"m/\x01": None, b"idx/x": None, b"j/\x02": b"w"})
-        assert [k for k, _ in storage.scan_items(b"")] == sorted(set(keys) - {b"m/\x01", b"idx/x"} | {b"j/\x02"})
-    finally:
-        storage.close()
-    assert sorted(Rdict.list_cf(path)) == ["default", "heads", "versions"]
-    follower = open_rocksdb(path, read_only=True, cache_mb=8, sync=False)
-    try:
-        assert follower.split and follower.get(b"j/\x02") == b"w" and follower.get(b"m/\x01") is None
-    finally:
-        follower.close()
-
-
-def test_rocksdb_refuses_a_store_with_other_column_families(tmp_path) -> None:
-    from rocksdict import Options, Rdict
-
-    path = str(tmp_path / "s")
-    opts = Options(raw_mode=True)
-    opts.create_if_missing(True)
-    opts.create_missing_column_families(True)
-    Rdict(path, opts, column_families={"default": opts, "heads": opts, "other": opts}).close()
-    for read_only in (False, True):
-        with pytest.raises(cortex.StoreError, match=r"column families \['default', 'heads', 'other'\] are not"):
-            open_rocksdb(path, read_only=read_only, cache_mb=8, sync=False)
-
-
 # -- PostgreSQL only --------------------------------------------------------------
 
 
