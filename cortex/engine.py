@@ -214,7 +214,7 @@ class Engine:
         # can see other processes' commits without a refresh.
         self.hot = None if storage.live_reads else HotFrames()
         # Views of current heads by key (`cortex.memory.CurrentHeads`), same rule.
-        self.heads = None if storage.live_reads else CurrentHeads()
+        self.heads = None if storage.live_reads else CurrentHeads.for_cache(options.cache_mb)
         # Packed frame prefixes and their bounds (`cortex.index.packs`), same rule.
         self.packs = None if storage.live_reads else FramePacks()
         self._last_weights: tuple[bytes, Weights] | None = None  # stored bytes -> decoded

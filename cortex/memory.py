@@ -43,7 +43,7 @@ from .records import (
     decode_data,
     head_key,
     head_shape_ok,
-    unpack,
+    unpack_head,
     version_key,
     version_shape_ok,
 )
@@ -70,7 +70,7 @@ class Memory:
     # nothing is ever derived from its (absent) record.
     _fields: dict[str, Any]
     _raw_id: bytes
-    _head: list[Any]
+    _head: tuple[Any, ...]
     _version: list[Any] | None
     _number: int
 
@@ -238,12 +238,16 @@ class ViewCache:
         `id_text` as in `Memory.stored`."""
         memory = self._views.get((key, raw))
         if memory is None:
-            memory = Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw), id_text=id_text)
+            memory = Memory.stored(key[len(HEAD_PREFIX):], unpack_head(key, raw), id_text=id_text)
             with self._lock:
                 if len(self._views) >= self.size:
                     self._views.popitem(last=False)
                 self._views[(key, raw)] = memory
         return memory
+
+
+# Views of current heads a handle keeps per MB of its `cache_mb` (`CurrentHeads`).
+VIEWS_PER_CACHE_MB = 32
 
 
 class CurrentHeads:
@@ -259,7 +263,18 @@ class CurrentHeads:
     reads see other processes' commits without a refresh (PostgreSQL) get none:
     the engine makes none for them. At most `size` views are kept; the oldest go
     first.
+
+    How many: `for_cache(cache_mb)` keeps `VIEWS_PER_CACHE_MB` views per MB of the
+    handle's `cache_mb` (32,768 at the default 1024). A query mix of 1,000 calls
+    reads 19,000 distinct heads at 1M memories and 25,000 at 10M; kept, a second
+    pass over it took p50 0.64 ms instead of 0.94-1.10 at 1M, and 0.67 instead of
+    1.26 at 10M. A view with its decoded fields holds ~2.5 KB, so a full cache
+    holds about 80 MB at the default (8% of `cache_mb`).
     """
+
+    @classmethod
+    def for_cache(cls, cache_mb: int) -> CurrentHeads:
+        return cls(cache_mb * VIEWS_PER_CACHE_MB)
 
     def __init__(self, size: int = 8192) -> None:
         self.size = size

@@ -27,7 +27,7 @@ import itertools
 import math
 import operator
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields
 from datetime import datetime, timedelta, timezone
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar, cast, dataclass_transform, overload
@@ -620,12 +620,12 @@ class MemoryData:
         return {name: json_value(value) for name, value in zip(self._layout.names, field_values(self))}
 
     @classmethod
-    def from_record(cls, record: list[Any], validate: bool = True) -> MemoryData:
-        """The value of a record. With `validate=False` (the read path: records were
-        validated when written) the rules are not run again, which is 5x faster;
-        `verify()` decodes with them."""
+    def from_record(cls, record: Sequence[Any], validate: bool = True) -> MemoryData:
+        """The value of a record (a list, or a tuple from `cortex.records.unpack_head`).
+        With `validate=False` (the read path: records were validated when written) the
+        rules are not run again, which is 5x faster; `verify()` decodes with them."""
         layout = cls._layout
-        if not isinstance(record, list) or len(record) != len(layout.names):
+        if type(record) not in (list, tuple) or len(record) != len(layout.names):
             raise ValueError(f"{cls.__name__} record must be a list of {len(layout.names)} values")
         decoded = map(_decode_value, layout.is_datetime, record)
         if validate:

@@ -67,7 +67,7 @@ from .model import (
     to_micros,
 )
 from .salience.score import live_scores
-from .records import FLAG_SUPERSEDED, head_key, unpack
+from .records import FLAG_SUPERSEDED, head_key, unpack_head
 from .scope import Refusal, SignedScope, capped_budget, check_signed, memory_frames, verify
 from .writes import report_violation, touch
 
@@ -287,7 +287,7 @@ def _collect(e: Engine, rows: np.ndarray, tags: tuple[str, ...], predicate: Pred
         for raw_id, key, raw, tokens in zip(ids, keys, e.storage.multi_get(keys), chunk[token_field].tolist()):
             if raw is None:
                 continue
-            memory = Memory.stored(raw_id, unpack(key, raw))
+            memory = Memory.stored(raw_id, unpack_head(key, raw))
             if any(tag not in memory.tags for tag in tags):
                 continue  # another tag with the same 64-bit hash
             if scope is not None and not scope.scope.admits(raw_id, int(memory.type), memory.tags, memory_frames(memory.frames)):

@@ -13,7 +13,7 @@ from .index import by_type, entry
 from .memory import Memory
 from .model import MemoryType
 from .model import to_micros
-from .records import HEAD_PREFIX, SCHEMA_VERSION, V_DATA, V_HASH, content_hash, head_key, unpack, version_key
+from .records import HEAD_PREFIX, SCHEMA_VERSION, V_DATA, V_HASH, content_hash, head_key, unpack, unpack_head, version_key
 from .salience.score import Score
 from .scope import Refusal, Scope, SignedScope, check_signed, memory_frames, private_key, public_key_bytes, sign, trusted_keys, verify
 from .writes import report_violation
@@ -23,7 +23,7 @@ def stored(e: Engine, raw_id: bytes) -> Memory | None:
     """The current version of a memory, or None."""
     key = head_key(raw_id)
     raw = e.storage.get(key)
-    return None if raw is None else Memory.stored(raw_id, unpack(key, raw))
+    return None if raw is None else Memory.stored(raw_id, unpack_head(key, raw))
 
 
 def resolve(e: Engine, uri: str, scope: SignedScope | None = None) -> Memory:
@@ -90,7 +90,7 @@ def memories(e: Engine, include_tombstoned: bool = False) -> Iterator[Memory]:
     """Every memory's current version, in id (= creation) order."""
     e.check_open()
     for key, raw in e.storage.scan_items(HEAD_PREFIX):
-        memory = Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw))
+        memory = Memory.stored(key[len(HEAD_PREFIX):], unpack_head(key, raw))
         if include_tombstoned or not memory.tombstoned:
             yield memory
 

@@ -101,7 +101,7 @@ from .records import (
     revoked_key,
     split_journal_value,
     trust_key,
-    unpack,
+    unpack_head,
 )
 from .storage import Storage
 
@@ -823,10 +823,10 @@ class Evaluator:
         for raw_id, key, raw in zip(ids, keys, storage.multi_get(keys)):
             verdict = False
             if raw is not None:
-                rec = unpack(key, raw)
-                if type(rec) is list and len(rec) > max(H_TAGS, H_FRAMES) and type(rec[H_TAGS]) is list and type(rec[H_FRAMES]) is list:
+                rec = unpack_head(key, raw)
+                if type(rec) is tuple and len(rec) > max(H_TAGS, H_FRAMES) and type(rec[H_TAGS]) is tuple and type(rec[H_FRAMES]) is tuple:
                     verdict = (any(t in selector._tag_set for t in rec[H_TAGS])
-                               or any(type(f) is list and len(f) == 3 and (f[0], f[1], f[2]) in selector._frame_keys for f in rec[H_FRAMES]))
+                               or any(type(f) is tuple and len(f) == 3 and (f[0], f[1], f[2]) in selector._frame_keys for f in rec[H_FRAMES]))
             found[raw_id] = verdict
         self.verdicts.update(found)
         return found

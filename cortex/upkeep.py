@@ -47,7 +47,7 @@ from .records import (
     encode_clock_high,
     salience_key,
     split_journal_value,
-    unpack,
+    unpack_head,
     version_key,
 )
 
@@ -221,7 +221,7 @@ def _verify_heads(e: Engine, problems: list[str]) -> None:
     for key, memory in e.heads.items():
         raw = e.storage.get(key)
         try:
-            stored = None if raw is None else Memory.stored(key[len(HEAD_PREFIX):], unpack(key, raw))
+            stored = None if raw is None else Memory.stored(key[len(HEAD_PREFIX):], unpack_head(key, raw))
         except CorruptRecord:  # the record checks above name it
             stored = None
         if stored != memory:

@@ -3,12 +3,18 @@ whatever changes a memory, and the cache stays within its size."""
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
+import cortex
 from cortex import Constraint, Fact, Frame, Goal
 from cortex.forms import render_full
 from cortex.memory import CurrentHeads, ViewCache
 from cortex.records import HEAD_PREFIX, head_key
+
+
+FRAME = Frame("build", "tool", "t-1")
 
 
 def _raw_id(memory) -> bytes:
@@ -111,3 +117,32 @@ def _raw_id_text(key: bytes) -> str:
     from cortex.ids import encode_id
 
     return encode_id(key[len(HEAD_PREFIX):])
+
+
+def test_the_handle_keeps_32_current_heads_per_mb_of_cache(tmp_path, clock):
+    from conftest import open_store
+
+    with open_store(tmp_path / "small", clock, cache_mb=2) as small, open_store(tmp_path / "default", clock) as default:
+        assert small._engine.heads.size == 64
+        assert default._engine.heads.size == 32768
+        uris = small.write_many([cortex.Write(Fact(statement=f"fact {i}", subject="s", predicate="p"), frames=[FRAME])
+                                 for i in range(100)])
+        small.context(verb="build", objects={"tool": "t-1"}, budget_tokens=100_000)
+        assert len(small._engine.heads) == 64  # the newest 64 survivors, the rest read again when asked
+        assert len(small.context(verb="build", objects={"tool": "t-1"}, budget_tokens=100_000).frame_relevant) == len(uris)
+
+
+def test_cached_heads_leave_the_garbage_collectors_walk(store):
+    """A cached view's decoded head holds only tuples of plain values, which the
+    collector stops tracking once it has seen their contents are untracked (one
+    collection per level of nesting: head, frames, frame); lists would stay tracked."""
+    store.write_many([cortex.Write(Fact(statement=f"fact {i}", subject="s", predicate="p"),
+                                   frames=[FRAME], tags=["a", "b"]) for i in range(20)])
+    bundle = store.context(verb="build", objects={"tool": "t-1"}, budget_tokens=100_000)
+    assert len(bundle.frame_relevant) == 20
+    heads = [memory._head for _, memory in store._engine.heads.items()]
+    assert len(heads) == 20
+    for _ in range(3):
+        gc.collect()
+    assert not any(gc.is_tracked(head) for head in heads)
+    assert all(type(head) is tuple for head in heads)

@@ -59,7 +59,7 @@ from cortex.index import actor_obj, by_type, frame
 from cortex.memory import Memory
 from cortex.model import DATA_CLASSES, Frame, MemoryType, ObjKind, Tier, Verb, from_micros, is_pinned, to_micros
 from cortex.salience.score import Score, Weights, live_scores, score_of
-from cortex.records import Head, head_key, pack, salience_key, unpack
+from cortex.records import Head, head_key, pack, salience_key, unpack, unpack_head
 from cortex.storage import scan_keys
 
 try:  # the read path's cheap constructors, where this cortex has them
@@ -249,7 +249,7 @@ def _original_locked(c: Any, plan: _Plan) -> Bundle:
     rendered: dict[str, str] = {}
     for t, members in enumerate(tiers):
         for x in members:
-            memory = Memory.stored(x.key, unpack(head_key(x.key), records[x.key]))
+            memory = Memory.stored(x.key, unpack_head(head_key(x.key), records[x.key]))
             rendered[memory.id] = _rendered(memory, plan.form)
             out[t].append(memory)
     raw_ids = [x.key for x in cands]

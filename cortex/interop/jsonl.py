@@ -93,6 +93,7 @@ from ..records import (
     salience_key,
     split_journal_value,
     unpack,
+    unpack_head,
     version_key,
     version_shape_ok,
 )
@@ -396,9 +397,10 @@ def _memory_puts(obj: dict[str, Any]) -> dict[bytes, bytes]:
     frames = [[int(Verb.parse(verb)), int(ObjKind.parse(kind)), ref] for verb, kind, ref in obj["frames"]]
     head = [int(mtype), len(versions), obj["created"], obj["updated"], frames, obj["tags"], obj["importance"],
             None if tomb is None else [tomb["at"], tomb["reason"]], obj["expires"], last[0], last[3], last[4], last[5], last[6]]
-    if not head_shape_ok(head):
+    raw_head = pack(head)
+    if not head_shape_ok(unpack_head(head_key(raw_id), raw_head)):
         raise ValueError("the head has the wrong shape")
-    decoded = Head.decode(head_key(raw_id), pack(head), validate=True)
+    decoded = Head.decode(head_key(raw_id), raw_head, validate=True)
     puts[head_key(raw_id)] = decoded.encode(head[9], frames)
     sal = obj["salience"]
     key = salience_key(raw_id)
