@@ -4,7 +4,8 @@
 once (reused when it already holds one) and runs `optimize()` on it as a user would
 after a bulk load (`optimize`: what it packed, and its seconds), then measures warm
 `context()` latency over a query mix (p50/p95/p99/max, candidates scored, tokens
-delivered), a cold process (fresh interpreter: import, open, one context(), median
+delivered; `context_ms_warm`: the same mix again on the same handle, as a long-lived
+agent process would see it), a cold process (fresh interpreter: import, open, one context(), median
 of 10), bulk and single-write throughput, resolve latency, bytes per memory on disk,
 and the two baselines side by side; it returns the JSON report as a dict. Three
 figures of the hot-frames issue come with it:
@@ -62,6 +63,9 @@ SEED_TARGET_P50_MS = 80.0
 SEED_CEILING_MS = 250.0
 OUR_P50_MS = 5.0
 OUR_P99_MS = 25.0
+# The query mix run a second time on the same handle (hot-frames issue: "1M warm").
+WARM_P50_MS = 1.0
+WARM_P99_MS = 3.0
 # A reader beside a writer that ingests without pause (hot-frames issue).
 BESIDE_P50_MS = 2.0
 BESIDE_P99_MS = 15.0
@@ -191,6 +195,7 @@ def run(options: RunOptions, store: str) -> dict[str, Any]:
         for q in queries[: min(50, len(queries))]:
             c.context(**q)  # warm-up
         calls = [timed_call(c, q) for q in queries]
+        warm = [timed_call(c, q) for q in queries]  # the same mix again: a long-lived handle
         report["hot_frame"], hot_entries_read = hotframe.measure(c, workload, options.hot_rounds, options.seed)
         if not options.hot_only:
             sample = [m.uri for m in c.find(type="Fact", limit=1000)]
@@ -204,6 +209,7 @@ def run(options: RunOptions, store: str) -> dict[str, Any]:
 
                 report["scoped"] = measure_scoped(c, queries[: options.scoped_queries])
     report["context_ms"] = latency([call.ms for call in calls])
+    report["context_ms_warm"] = latency([call.ms for call in warm])
     report["candidates"] = spread([call.candidates for call in calls])
     report["tokens_delivered_p50"] = pct([call.tokens for call in calls], 50)
     report["index_entries_read"] = {"mix": spread([call.entries_read for call in calls]), **hot_entries_read}
@@ -244,6 +250,8 @@ def _verdict(report: dict[str, Any]) -> dict[str, bool | None]:
         verdict["seed_target_p50_80ms"] = ctx["p50"] < SEED_TARGET_P50_MS and ctx["max"] < SEED_CEILING_MS
     verdict["ours_p50_5ms"] = ctx["p50"] <= OUR_P50_MS
     verdict["ours_p99_25ms"] = ctx["p99"] <= OUR_P99_MS
+    warm = report["context_ms_warm"]
+    verdict["warm_p50_1ms_p99_3ms"] = warm["p50"] <= WARM_P50_MS and warm["p99"] <= WARM_P99_MS
     if full:
         verdict["cold_process_200ms"] = report["cold_process_ms_median"] <= 200
         verdict["bulk_ingest_20k_per_s"] = report["bulk_ingest_per_s"] >= 20_000 if "bulk_ingest_per_s" in report else None
@@ -267,6 +275,10 @@ def summary(report: dict[str, Any]) -> str:
         + (", hot figures only" if report.get("hot_only") else ""),
         f"context() ms: p50 {ctx['p50']:.2f}, p95 {ctx['p95']:.2f}, p99 {ctx['p99']:.2f}, max {ctx['max']:.1f}",
     ]
+    if "context_ms_warm" in report:  # (reports from before the warm pass have none)
+        warm = report["context_ms_warm"]
+        lines.append(f"the same queries again (warm): p50 {warm['p50']:.2f}, p95 {warm['p95']:.2f}, p99 {warm['p99']:.2f}, "
+                     f"max {warm['max']:.1f}")
     scans = report["index_entries_read"]
     lines.append("index entries read per context(), p50 / p99: "
                  + ", ".join(f"{side} {scans[side]['p50']:,.0f} / {scans[side]['p99']:,.0f}" for side in ("mix", "hot", "cold")))
@@ -354,6 +366,7 @@ def tables(results_dir: Path) -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
 
     row("context() p50 / p95 / p99 / max, ms", lambda r: "{p50:.2f} / {p95:.2f} / {p99:.2f} / {max:.1f}".format(**r["context_ms"]))
+    row("the same queries again (warm), p50 / p99 ms", lambda r: "{p50:.2f} / {p99:.2f}".format(**r["context_ms_warm"]))
     row("candidates scored p50 / p99 / max", lambda r: "{p50:.0f} / {p99:.0f} / {max}".format(**r["candidates"]))
     row("tokens delivered, p50", lambda r: f"{r['tokens_delivered_p50']:.0f}")
     for side, label in (("mix", "query mix"), ("hot", "hot-frame calls"), ("cold", "cold-frame calls")):
