@@ -61,7 +61,8 @@ def open(
     system clock). `sync=True` fsyncs every write (survives power loss; the default
     survives a killed process). `entropy` (a callable like `os.urandom`) supplies the
     random bits of new ids, for reproducible stores. `cache_mb` sizes RocksDB's
-    block cache. `ingest_helper=True` starts a helper process that renders and
+    block cache and the handle's cache of decoded memories (32 per MB, ~2.6 KB
+    each: `cortex.memory.CurrentHeads`). `ingest_helper=True` starts a helper process that renders and
     counts the forms of `write_many` batches of 256 memories or more (see
     `cortex.workers`; about 1.2x bulk ingest on two cores).
 

@@ -265,11 +265,12 @@ class CurrentHeads:
     first.
 
     How many: `for_cache(cache_mb)` keeps `VIEWS_PER_CACHE_MB` views per MB of the
-    handle's `cache_mb` (32,768 at the default 1024). A query mix of 1,000 calls
-    reads 19,000 distinct heads at 1M memories and 25,000 at 10M; kept, a second
-    pass over it took p50 0.64 ms instead of 0.94-1.10 at 1M, and 0.67 instead of
-    1.26 at 10M. A view with its decoded fields holds ~2.5 KB, so a full cache
-    holds about 80 MB at the default (8% of `cache_mb`).
+    handle's `cache_mb` (32,768 at the default 1024). The benchmark's query mix of
+    1,000 calls reads 19,000 distinct heads at 1M memories and 25,000 at 10M. With
+    8,192 views, its second pass on the same handle took p50 1.10-1.18 ms at 1M and
+    1.32-1.71 at 10M; with all of them kept, 0.60-0.62 and 0.75-0.77. A view with
+    its decoded fields holds ~2.6 KB, so a full cache holds about 85 MB at the
+    default (8% of `cache_mb`).
     """
 
     @classmethod
