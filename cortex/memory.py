@@ -102,7 +102,7 @@ class Memory:
             setter(self, None)
 
     @classmethod
-    def stored(cls, raw_id: bytes, head: list[Any], number: int | None = None, version: list[Any] | None = None,
+    def stored(cls, raw_id: bytes, head: tuple[Any, ...], number: int | None = None, version: list[Any] | None = None,
                id_text: str | None = None) -> Memory:
         """A view over a decoded head record (the current version), or over an older
         version record with the head's memory-wide fields. `id_text` is the id's
