@@ -41,8 +41,6 @@ links after its writes. Edges move no salience record.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from . import index
