@@ -146,3 +146,29 @@ def test_cached_heads_leave_the_garbage_collectors_walk(store):
         gc.collect()
     assert not any(gc.is_tracked(head) for head in heads)
     assert all(type(head) is tuple for head in heads)
+
+
+def test_a_handle_with_room_for_32_heads_answers_as_one_with_room_for_all(tmp_path, clock):
+    """The heads cache only saves reads: with 32 views (cache_mb=1) a handle evicts
+    all the time, and its bundles are byte for byte those of the default handle."""
+    import random
+
+    from conftest import open_store
+
+    rng = random.Random(3)
+    tools = [f"t-{i}" for i in range(6)]
+    with open_store(tmp_path / "s", clock) as writer:
+        for start in range(0, 400, 100):
+            writer.write_many([
+                cortex.Write(Fact(statement=f"fact {i} about {rng.choice(tools)}", subject="s", predicate="p"),
+                             frames=[Frame(rng.choice(["build", "find"]), "tool", rng.choice(tools))],
+                             importance=rng.randrange(0, 11))
+                for i in range(start, start + 100)
+            ])
+    asks = [{"verb": rng.choice(["build", "find"]), "objects": {"tool": rng.choice(tools)},
+             "form": rng.choice(["short", "medium", "full"]), "budget_tokens": rng.choice([200, 1500, 6000])}
+            for _ in range(40)]
+    with open_store(tmp_path / "s", clock, mode="r", cache_mb=1) as small, open_store(tmp_path / "s", clock, mode="r") as large:
+        for ask in asks + asks:
+            assert small.context(**ask).to_json() == large.context(**ask).to_json()
+        assert len(small._engine.heads) == 32 and len(large._engine.heads) > 32
