@@ -62,9 +62,9 @@ def open(
     survives a killed process). `entropy` (a callable like `os.urandom`) supplies the
     random bits of new ids, for reproducible stores. `cache_mb` sizes RocksDB's
     block cache and the handle's cache of decoded memories (32 per MB, ~2.6 KB
-    each: `cortex.memory.CurrentHeads`). `ingest_helper=True` starts a helper process that renders and
-    counts the forms of `write_many` batches of 256 memories or more (see
-    `cortex.workers`; about 1.2x bulk ingest on two cores).
+    each: `cortex.memory.CurrentHeads`). `ingest_helper=True` starts a helper
+    process that renders and counts the forms of `write_many` batches of 256
+    memories or more (see `cortex.workers`; about 1.2x bulk ingest on two cores).
 
     A second writer raises `StoreLocked`. `mode="r"` runs beside a writer (in this or
     another process) and sees new writes after `refresh()` or at the next read.

@@ -277,7 +277,7 @@ class CurrentHeads:
     def for_cache(cls, cache_mb: int) -> CurrentHeads:
         return cls(cache_mb * VIEWS_PER_CACHE_MB)
 
-    def __init__(self, size: int = 8192) -> None:
+    def __init__(self, size: int) -> None:
         self.size = size
         self._views: OrderedDict[bytes, Memory] = OrderedDict()  # as in ViewCache
         self._lock = threading.Lock()  # readers share a handle: one evicts at a time

@@ -134,10 +134,11 @@ def pack(value: Any) -> bytes:
     return packer.pack(value)  # type: ignore[no-any-return]
 
 
-def unpack(key: bytes, raw: bytes) -> Any:
-    """msgpack-decode a stored value; `CorruptRecord` naming the key if it fails."""
+def unpack(key: bytes, raw: bytes, use_list: bool = True) -> Any:
+    """msgpack-decode a stored value; `CorruptRecord` naming the key if it fails.
+    `use_list=False` decodes arrays into tuples (`unpack_head`)."""
     try:
-        return msgpack.unpackb(raw, raw=False, strict_map_key=False)
+        return msgpack.unpackb(raw, raw=False, strict_map_key=False, use_list=use_list)
     except Exception as exc:  # msgpack raises several unrelated types
         raise CorruptRecord(key, f"undecodable msgpack ({type(exc).__name__})") from None
 
@@ -152,10 +153,7 @@ def unpack_head(key: bytes, raw: bytes) -> tuple[Any, ...]:
     that holds only strings, numbers and such tuples is left out of the walk once a
     collection has seen that (one collection per level of nesting). With 19,000
     cached heads a full collection took 155 ms with lists and 25-37 ms with tuples."""
-    try:
-        return msgpack.unpackb(raw, raw=False, strict_map_key=False, use_list=False)  # type: ignore[no-any-return]
-    except Exception as exc:  # msgpack raises several unrelated types
-        raise CorruptRecord(key, f"undecodable msgpack ({type(exc).__name__})") from None
+    return unpack(key, raw, use_list=False)  # type: ignore[no-any-return]
 
 
 def is_int(value: Any, lo: int = -(2**63), hi: int = 2**63) -> bool:

@@ -4,10 +4,11 @@
 once (reused when it already holds one) and runs `optimize()` on it as a user would
 after a bulk load (`optimize`: what it packed, and its seconds), then measures warm
 `context()` latency over a query mix (p50/p95/p99/max, candidates scored, tokens
-delivered; `context_ms_warm`: the same mix again on the same handle, as a long-lived
-agent process would see it), a cold process (fresh interpreter: import, open, one context(), median
-of 10), bulk and single-write throughput, resolve latency, bytes per memory on disk,
-and the two baselines side by side; it returns the JSON report as a dict. Three
+delivered; `context_ms_warm`: the same mix again on the same handle, as a
+long-lived agent process would see it), a cold process (fresh interpreter: import,
+open, one context(), median of 10), bulk and single-write throughput, resolve
+latency, bytes per memory on disk, and the two baselines side by side; it returns
+the JSON report as a dict. Three
 figures of the hot-frames issue come with it:
 
 * `hot_frame` (`cortex.bench.hotframe`): calls on the hottest frames of the workload
