@@ -19,7 +19,7 @@ import pytest
 import cortex
 from cortex.records import META_JOURNAL
 from cortex.storage.postgres import PostgresStorage, open_postgres
-from cortex.storage.rocksdb import open_rocksdb
+from cortex.storage.rocksdb import RocksStorage, open_rocksdb
 from pgproxy import FaultProxy, dsn_via
 
 pytest_plugins = ["pgfixture"]  # pg_dsn, pg_actor (a no-op once tests/conftest.py registers it)
@@ -171,6 +171,48 @@ def test_rocksdb_writes_a_batch_in_key_order(tmp_path) -> None:
         positions = [log.index(key) for key in sorted(keys)]
         assert positions == sorted(positions)
         assert storage.multi_get(keys) == [b"value-of-" + key for key in keys]
+    finally:
+        storage.close()
+
+
+def _settled_level0_files(storage: RocksStorage) -> int:
+    """Level-0 files once RocksDB has no flush or compaction running or pending."""
+    deadline = time.monotonic() + 30
+    busy = ("rocksdb.num-running-flushes", "rocksdb.num-running-compactions", "rocksdb.compaction-pending")
+    while any(storage.db.property_int_value(name) for name in busy):
+        assert time.monotonic() < deadline, "RocksDB kept compacting for 30 s"
+        time.sleep(0.05)
+    return int(storage.db.property_int_value("rocksdb.num-files-at-level0"))
+
+
+def test_rocksdb_compacts_level0_at_8_files_also_after_a_reopen(tmp_path) -> None:
+    """A writer leaves up to 7 flushed files in level 0 and compacts at the 8th: each
+    such compaction rewrites the whole base level, so half as many of them halve
+    that cost of a bulk load. A reopened store keeps the setting (RocksDB would
+    otherwise load the options saved in the store, with its default of 4)."""
+    path = str(tmp_path / "s")
+
+    def flush_one_file(storage: RocksStorage, n: int) -> None:
+        # Files over one key range: RocksDB compacts a level-0 file together with the
+        # level-0 files it overlaps, and moves one that overlaps none down as it is.
+        storage.write({f"idx/{i:03d}".encode(): f"version {n}".encode() for i in range(100)})
+        storage.db.flush()
+
+    storage = open_rocksdb(path, read_only=False, cache_mb=8, sync=False)
+    try:
+        for n in range(5):
+            flush_one_file(storage, n)
+        assert _settled_level0_files(storage) == 5
+    finally:
+        storage.close()
+    storage = open_rocksdb(path, read_only=False, cache_mb=8, sync=False)
+    try:
+        for n in range(5, 7):
+            flush_one_file(storage, n)
+        assert _settled_level0_files(storage) == 7
+        flush_one_file(storage, 7)
+        assert _settled_level0_files(storage) == 0
+        assert storage.multi_get([b"idx/000", b"idx/099"]) == [b"version 7"] * 2
     finally:
         storage.close()
 
