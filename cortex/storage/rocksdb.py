@@ -68,14 +68,6 @@ _STORE_MARKER = "CURRENT"
 # start nor a reader beside a writer showed (benchmarks/RESULTS.md, ninth pass).
 _LEVEL0_COMPACTION_TRIGGER = 8
 
-# The size at which the writer starts a new MANIFEST (RocksDB's default: 1 GB). The
-# MANIFEST logs every flush and compaction, and a follower's open replays all of it:
-# beside a writer that had flushed 1,200 times at 10M memories (MANIFEST 248 KB), a
-# fresh follower's first call took 369-383 ms, against 192-218 ms with the MANIFEST
-# started anew at this size (22 KB). A new MANIFEST holds the store's current files
-# only (~20 KB at 10M memories), so starting one is cheap next to the flush it follows.
-_MAX_MANIFEST_BYTES = 32 << 10
-
 
 def open_rocksdb(path: str, *, read_only: bool, cache_mb: int, sync: bool) -> RocksStorage:
     """Open the store directory at `path` as its writer or as a follower.
@@ -100,8 +92,7 @@ def open_rocksdb(path: str, *, read_only: bool, cache_mb: int, sync: bool) -> Ro
 
 def _options(cache: Cache, create: bool) -> Options:
     """The options that paid off (ROCKSDB-NOTES): raw mode, LZ4, a bloom filter, a
-    block cache sized to the working set, level-0 compactions of 8 files, a short
-    MANIFEST.
+    block cache sized to the working set, level-0 compactions of 8 files.
 
     Index and filter blocks live in the block cache too, read when a read first needs
     them. Otherwise an open reads those blocks of every table file first: 265 ms of
@@ -113,7 +104,6 @@ def _options(cache: Cache, create: bool) -> Options:
     opts.create_if_missing(create)
     opts.set_compression_type(DBCompressionType.lz4())
     opts.set_level_zero_file_num_compaction_trigger(_LEVEL0_COMPACTION_TRIGGER)
-    opts.set_max_manifest_file_size(_MAX_MANIFEST_BYTES)
     table = BlockBasedOptions()
     table.set_bloom_filter(10, False)
     table.set_block_cache(cache)

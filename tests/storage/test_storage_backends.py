@@ -217,31 +217,6 @@ def test_rocksdb_compacts_level0_at_8_files_also_after_a_reopen(tmp_path) -> Non
         storage.close()
 
 
-def test_rocksdb_starts_a_new_manifest_so_followers_open_a_short_one(tmp_path) -> None:
-    """The writer's MANIFEST logs every flush and compaction, and a follower's open
-    replays it; after 32 KB the writer starts a new one that holds only the current
-    files, so a follower of a long-running writer opens a short log and still sees
-    everything."""
-    path = tmp_path / "s"
-    storage = open_rocksdb(str(path), read_only=False, cache_mb=8, sync=False)
-    try:
-        first = sorted(path.glob("MANIFEST-*"))
-        for n in range(300):  # each flush adds an edit, and every 8th a compaction
-            storage.write({f"idx/{i:03d}".encode(): f"version {n}".encode() for i in range(20)})
-            storage.db.flush()
-        _settled_level0_files(storage)
-        manifests = sorted(path.glob("MANIFEST-*"))
-        assert manifests != first
-        assert [m.stat().st_size <= 36 << 10 for m in manifests] == [True]
-        follower = open_rocksdb(str(path), read_only=True, cache_mb=8, sync=False)
-        try:
-            assert follower.multi_get([b"idx/000", b"idx/019"]) == [b"version 299"] * 2
-        finally:
-            follower.close()
-    finally:
-        storage.close()
-
-
 # -- PostgreSQL only --------------------------------------------------------------
 
 
