@@ -8,8 +8,7 @@ delivered; `context_ms_warm`: the same mix again on the same handle, as a
 long-lived agent process would see it), a cold process (fresh interpreter: import,
 open, one context(), median of 10), bulk and single-write throughput, resolve
 latency, bytes per memory on disk, and the two baselines side by side; it returns
-the JSON report as a dict. Three
-figures of the hot-frames issue come with it:
+the JSON report as a dict. Three figures of the hot-frames issue come with it:
 
 * `hot_frame` (`cortex.bench.hotframe`): calls on the hottest frames of the workload
   against calls on cold ones, in the same run: p50/p99 of each side, the candidates

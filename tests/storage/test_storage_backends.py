@@ -187,8 +187,8 @@ def _settled_level0_files(storage: RocksStorage) -> int:
 
 def test_rocksdb_compacts_level0_at_8_files_also_after_a_reopen(tmp_path) -> None:
     """A writer leaves up to 7 flushed files in level 0 and compacts at the 8th: each
-    such compaction rewrites the whole base level, so half as many of them halve
-    that cost of a bulk load. A reopened store keeps the setting (RocksDB would
+    such compaction rewrites the whole base level, so a bulk load does half as many
+    of those rewrites. A reopened store keeps the setting (RocksDB would
     otherwise load the options saved in the store, with its default of 4)."""
     path = str(tmp_path / "s")
 
