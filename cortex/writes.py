@@ -117,6 +117,7 @@ def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
         raw_ids = e.ids.next_many(now // 1000, len(batch))
         puts: dict[bytes, bytes | None] = {}
         journal = e.journal
+        new_records = salience.NewRecords(now)
         for raw_id, item, record, form in zip(raw_ids, batch, records, itertools.chain.from_iterable(chunks)):
             data = item.data
             forms = (form.short, form.medium)
@@ -129,14 +130,15 @@ def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
             )
             version = Version(data, now, e.actor, item.confidence, item.source, forms, tokens, content_hash(record))
             frames = frames_record(item.frames)
+            pinned = is_pinned(data)
             payload = {
-                "id": raw_id, "type": int(data.TYPE), "version": 1, "importance": item.importance, "pinned": is_pinned(data),
+                "id": raw_id, "type": int(data.TYPE), "version": 1, "importance": item.importance, "pinned": pinned,
                 "frames": frames, "tags": list(item.tags), "expires": expires,
             }
-            score = salience.apply(None, "write", now, payload)
+            score, score_bytes = new_records[item.importance, pinned]
             puts[head_key(raw_id)] = head.encode(record, frames)
             puts[version_key(raw_id, 1)] = version.encode(record)
-            puts[salience_key(raw_id)] = score.encode()
+            puts[salience_key(raw_id)] = score_bytes
             puts.update(index.entries(raw_id, head, score))
             journal = append(puts, journal, "write", now, payload)
         links = [(raw_id, item.supersedes) for raw_id, item in zip(raw_ids, batch) if item.supersedes]

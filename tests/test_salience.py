@@ -106,6 +106,37 @@ def sal_unknown_uri(c: cortex.Cortex) -> str:
 
 
 # ---------------------------------------------------------------------------
+# write: the record a new memory starts with
+
+
+def _mixed_batch() -> list[cortex.Write]:
+    """Memories that share an importance but not a pinned tier, and the reverse."""
+    return [
+        cortex.Write(Constraint(statement="never pay above 2 USD/h", strength="hard", polarity="dont", source="user_declared"), importance=3),
+        cortex.Write(Constraint(statement="prefer EU hosting", strength="soft", polarity="prefer", source="learned"), importance=3),
+        cortex.Write(sal_fact(1), importance=3),
+        cortex.Write(sal_fact(2), importance=7),
+        cortex.Write(Goal(statement="ship the lease API", status="active"), importance=7),
+        cortex.Write(Goal(statement="ship the lease API", status="paused"), importance=0),
+    ]
+
+
+def test_write_many_stores_the_records_that_writes_one_at_a_time_store(tmp_path, sal_clock):
+    """write_many builds each distinct new record once per batch (memories written at one
+    instant differ only in importance and pinned tier): its stored records equal, byte
+    for byte, those of the same memories written one call each at that instant."""
+    with sal_open(tmp_path / "many", sal_clock) as many, sal_open(tmp_path / "one", sal_clock) as one:
+        many.write_many(_mixed_batch())
+        for item in _mixed_batch():
+            one.write(item.data, importance=item.importance)
+        stored = [value for _, value in many._engine.storage.scan_items(SALIENCE_PREFIX)]
+        assert stored == [value for _, value in one._engine.storage.scan_items(SALIENCE_PREFIX)]
+        records = [many.salience(uri) for uri in (m.uri for m in many.memories())]
+        assert [(r.importance, r.pinned) for r in records] == [(3, True), (3, False), (3, False), (7, False), (7, True), (0, False)]
+        assert {r.last_used for r in records} == {SAL_START} and {(r.access_count, r.citations) for r in records} == {(0, 0)}
+
+
+# ---------------------------------------------------------------------------
 # attest: what it does to the salience records
 
 

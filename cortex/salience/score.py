@@ -130,6 +130,24 @@ def apply(prev: Score | None, kind: str, at: int, payload: dict[str, Any]) -> Sc
     raise ValueError(f"unknown journal entry kind {kind!r}")
 
 
+class NewRecords(dict[tuple[int, bool], tuple[Score, bytes]]):
+    """The records of memories written at the instant `at`, with their stored bytes,
+    by (importance, pinned): `apply()` gives a new memory a record that depends on
+    nothing else, so a `write_many` batch, whose memories share one instant, builds
+    each distinct record once (decoding `at` and encoding the record cost ~3 µs a
+    memory)."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.at = at
+
+    def __missing__(self, key: tuple[int, bool]) -> tuple[Score, bytes]:
+        importance, pinned = key
+        score = apply(None, "write", self.at, {"importance": importance, "pinned": pinned})
+        self[key] = (score, score.encode())
+        return self[key]
+
+
 def touched_ids(payload: dict[str, Any]) -> list[bytes]:
     """The memories a journal entry changes the record of."""
     return list(payload["ids"]) if "ids" in payload else [payload["id"]]
