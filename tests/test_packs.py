@@ -163,6 +163,27 @@ def test_writes_mark_entries_inside_a_pack_and_optimize_clears_the_marks(tmp_pat
         assert c.verify() == []
 
 
+def test_a_written_batch_teaches_its_pack_directories_whatever_else_it_holds():
+    """A handle learns packs from the batches it writes (`FramePacks.observe`), which
+    first searches the batch's keys joined together for the directory prefix (most
+    batches hold none): a directory among a thousand other keys is learned, and so is
+    its removal; the prefix spread over two keys is no directory."""
+    prefix, tail = _gpu_prefix(), packs.tail_of(_gpu_prefix())
+    value = packs.encode_dir(bytes(16), 5, 1)
+    others: dict[bytes, bytes | None] = {b"m/" + i.to_bytes(16, "big"): b"x" for i in range(1000)}
+    known = packs.FramePacks()
+    known.observe(others)
+    assert prefix not in known
+    known.observe({**others, packs.dir_key(tail): value})
+    assert prefix in known and len(known) == 1
+    known.observe({**others, packs.dir_key(tail): None})
+    assert prefix not in known
+    half = len(packs.DIR_PREFIX) // 2
+    spread = packs.FramePacks()
+    spread.observe({b"m/" + packs.DIR_PREFIX[:half]: b"x", packs.DIR_PREFIX[half:] + tail: value})
+    assert len(spread) == 0
+
+
 def test_an_entry_older_than_the_pack_but_not_in_it_is_read_in_id_order(tmp_path):
     """An id at or before a pack's last id that the pack does not hold (as an import
     of old ids or a restored entry writes) is marked and read in its place."""
