@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .model import MAX_IMPORTANCE, EdgeType
-from .records import META_JOURNAL, ROOT_SIZE, EdgeRecord, Entry, JournalHead, is_int, journal_key, journal_value
+from .records import META_JOURNAL, ROOT_SIZE, EdgeRecord, Entry, JournalHead, encode_entry, is_int, journal_key, journal_value
 
 DOMAIN = b"cortex.journal.v1"
 ZERO_ROOT = bytes(ROOT_SIZE)
@@ -33,10 +33,10 @@ def chain(prev_root: bytes, entry_bytes: bytes) -> bytes:
 
 def append(puts: dict[bytes, bytes | None], head: JournalHead, kind: str, at: int, payload: dict[str, Any]) -> JournalHead:
     """Add one entry and the new journal head to a pending batch; return the new head."""
-    entry = Entry(head.seq + 1, kind, at, payload)
-    raw = entry.encode()
-    new_head = JournalHead(entry.seq, chain(head.root, raw))
-    puts[journal_key(entry.seq)] = journal_value(new_head.root, raw)
+    seq = head.seq + 1
+    raw = encode_entry(seq, kind, at, payload)
+    new_head = JournalHead(seq, chain(head.root, raw))
+    puts[journal_key(seq)] = journal_value(new_head.root, raw)
     puts[META_JOURNAL] = new_head.encode()
     return new_head
 

@@ -483,13 +483,19 @@ class Entry:
     payload: dict[str, Any]
 
     def encode(self) -> bytes:
-        return pack({"seq": self.seq, "kind": self.kind, "at": self.at, "payload": self.payload})
+        return encode_entry(self.seq, self.kind, self.at, self.payload)
 
     @staticmethod
     def decode(key: bytes, raw: bytes) -> Entry:
         """An entry from its msgpack bytes (a stored value without its root)."""
         rec = unpack(key, raw)
         return Entry(rec["seq"], rec["kind"], rec["at"], rec["payload"])
+
+
+def encode_entry(seq: int, kind: str, at: int, payload: dict[str, Any]) -> bytes:
+    """An entry's bytes from its fields (what `Entry.encode` gives, without building an
+    `Entry`: the write path encodes one per memory)."""
+    return pack({"seq": seq, "kind": kind, "at": at, "payload": payload})
 
 
 def journal_value(root: bytes, entry_bytes: bytes) -> bytes:
