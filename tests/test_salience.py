@@ -131,7 +131,7 @@ def test_write_many_stores_the_records_that_writes_one_at_a_time_store(tmp_path,
             one.write(item.data, importance=item.importance)
         stored = [value for _, value in many._engine.storage.scan_items(SALIENCE_PREFIX)]
         assert stored == [value for _, value in one._engine.storage.scan_items(SALIENCE_PREFIX)]
-        records = [many.salience(uri) for uri in (m.uri for m in many.memories())]
+        records = [many.salience(m.uri) for m in many.memories()]
         assert [(r.importance, r.pinned) for r in records] == [(3, True), (3, False), (3, False), (7, False), (7, True), (0, False)]
         assert {r.last_used for r in records} == {SAL_START} and {(r.access_count, r.citations) for r in records} == {(0, 0)}
 

@@ -144,8 +144,8 @@ class NewRecords(dict[tuple[int, bool], tuple[Score, bytes]]):
     def __missing__(self, key: tuple[int, bool]) -> tuple[Score, bytes]:
         importance, pinned = key
         score = apply(None, "write", self.at, {"importance": importance, "pinned": pinned})
-        self[key] = (score, score.encode())
-        return self[key]
+        record = self[key] = (score, score.encode())
+        return record
 
 
 def touched_ids(payload: dict[str, Any]) -> list[bytes]:
