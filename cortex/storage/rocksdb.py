@@ -14,9 +14,10 @@ shared ROCKSDB-NOTES that the code works around stated beside the code:
 * One writer: RocksDB's LOCK file. A second read-write open fails with "lock", which
   becomes `StoreLocked`.
 * Followers (`mode="r"`) are secondary instances in a private folder. A secondary
-  follows plain WAL appends with `try_catch_up_with_primary()`, but one that catches
-  up across the writer's memtable flush can keep a torn view, so when the writer's
-  WAL set or MANIFEST changed it is replaced by a fresh instance instead.
+  follows plain WAL appends with `try_catch_up_with_primary()`, but one that opens or
+  catches up while the writer flushes, compacts or starts a new MANIFEST can keep a
+  torn view (keys written long before missing from it), so when the writer's WAL set,
+  MANIFEST or CURRENT changed meanwhile the instance is replaced by a fresh one.
 """
 
 from __future__ import annotations
@@ -49,6 +50,19 @@ from . import Batch
 
 # Fresh secondary instances a catch-up tries while the writer keeps flushing.
 _MAX_REOPENS = 5
+# How long a follower's open keeps trying for a whole first view while the writer's
+# flushes overlap every attempt (an attempt takes ~5 ms at 1M memories, ~30 ms at
+# 10M; a writer loading in bulk flushes about once a second).
+_OPEN_PATIENCE_S = 5.0
+
+# The writer starts a new MANIFEST (the log of every flush and compaction, which a
+# follower's open replays whole) once the current one passes this size. RocksDB's
+# default (1 GB) let it grow with the writer's life: beside a writer that had flushed
+# 1,200 times it held 248 KB, and a cold follower at 10M memories took 369-588 ms
+# instead of ~180 (benchmarks/RESULTS.md, eleventh pass). A follower that opens while
+# the writer switches files is told by its files' signature (inodes included: CURRENT
+# is replaced by a rename) and opens again.
+_MAX_MANIFEST_BYTES = 32 << 10
 _SECONDARY_PREFIX = "cortex-secondary-"
 _SECONDARY_RE = re.compile(rf"{_SECONDARY_PREFIX}(\d+)-")
 
@@ -58,6 +72,10 @@ _FOLDER_TIME_MARGIN_NS = 2_000_000_000
 
 # Files a RocksDB directory always has; a folder holding one of them is a store.
 _STORE_MARKER = "CURRENT"
+
+# A follower's record of the writer's WAL files, MANIFEST and CURRENT: (name, size,
+# time, inode) each, sorted by name.
+_Files = tuple[tuple[str, int, int, int], ...]
 
 # Level-0 files that start a compaction into the levels below (RocksDB's default: 4).
 # Every flush writes one level-0 file spanning all key prefixes, so each such
@@ -92,7 +110,8 @@ def open_rocksdb(path: str, *, read_only: bool, cache_mb: int, sync: bool) -> Ro
 
 def _options(cache: Cache, create: bool) -> Options:
     """The options that paid off (ROCKSDB-NOTES): raw mode, LZ4, a bloom filter, a
-    block cache sized to the working set, level-0 compactions of 8 files.
+    block cache sized to the working set, level-0 compactions of 8 files, a short
+    MANIFEST.
 
     Index and filter blocks live in the block cache too, read when a read first needs
     them. Otherwise an open reads those blocks of every table file first: 265 ms of
@@ -104,6 +123,7 @@ def _options(cache: Cache, create: bool) -> Options:
     opts.create_if_missing(create)
     opts.set_compression_type(DBCompressionType.lz4())
     opts.set_level_zero_file_num_compaction_trigger(_LEVEL0_COMPACTION_TRIGGER)
+    opts.set_max_manifest_file_size(_MAX_MANIFEST_BYTES)
     table = BlockBasedOptions()
     table.set_bloom_filter(10, False)
     table.set_block_cache(cache)
@@ -175,13 +195,12 @@ class RocksStorage:
         # by the table file's unique id, which a reopen does not change).
         self._cache = Cache(cache_bytes)
         self._secondary: str | None = None
-        self._files_seen: tuple[tuple[str, int, int], ...] = ()
+        self._files_seen: _Files = ()
         self._folder_seen = (-1, 0)  # the folder's time and when its entries were read
         self._closed = False
         if read_only:
             _remove_stale_secondaries()
-            self._files_seen = self._files_signature()
-            self.db = self._open_secondary()
+            self.db = self._open_whole_secondary()
         else:
             self.db = _open_db(path, self._cache, None)
         self._write_opts = WriteOptions()
@@ -197,6 +216,26 @@ class RocksStorage:
             self.db.close()
         finally:
             self._drop_secondary_folder()
+
+    def _open_whole_secondary(self) -> Rdict:
+        """A follower's first view, opened again while the writer's flushes overlap
+        the open: the engine reads the store's identity from it at once, and a torn
+        one could lack it. After `_OPEN_PATIENCE_S` of overlapped attempts,
+        `StoreError`."""
+        deadline = time.monotonic() + _OPEN_PATIENCE_S
+        attempts = 0
+        while True:
+            seen = self._files_signature()
+            db = self._open_secondary()
+            attempts += 1
+            if not _flush_happened(seen, self._files_signature()):
+                self._files_seen = seen
+                return db
+            db.close()
+            if time.monotonic() > deadline:
+                self._drop_secondary_folder()
+                raise StoreError(f"cannot open store {self.location!r} for reading: the writer flushed or compacted "
+                                 f"during each of {attempts} attempts over {_OPEN_PATIENCE_S:.0f} s")
 
     def _open_secondary(self) -> Rdict:
         folder = tempfile.mkdtemp(prefix=f"{_SECONDARY_PREFIX}{os.getpid()}-")
@@ -326,10 +365,12 @@ class RocksStorage:
 
     # -- following the writer (mode "r") -----------------------------------------
 
-    def _files_signature(self) -> tuple[tuple[str, int, int], ...]:
-        """Names, sizes and times of the writer's WAL and MANIFEST files: when they
-        have not changed, the writer has committed nothing new. Reads the folder's
-        entries (and notes its time, for `_known_files_signature`)."""
+    def _files_signature(self) -> _Files:
+        """Names, sizes, times and inodes of the writer's WAL and MANIFEST files and
+        of CURRENT: when they have not changed, the writer has committed nothing new.
+        (CURRENT is replaced by a rename, and the new one can have the old one's size
+        and, within a tick of the clock, its time; never its inode.) Reads the
+        folder's entries (and notes its time, for `_known_files_signature`)."""
         try:
             folder = os.stat(self.location)
         except FileNotFoundError:
@@ -343,10 +384,10 @@ class RocksStorage:
                         st = e.stat()
                     except FileNotFoundError:
                         continue  # the writer removed an obsolete WAL meanwhile
-                    sig.append((e.name, st.st_size, st.st_mtime_ns))
+                    sig.append((e.name, st.st_size, st.st_mtime_ns, st.st_ino))
         return tuple(sorted(sig))
 
-    def _known_files_signature(self) -> tuple[tuple[str, int, int], ...]:
+    def _known_files_signature(self) -> _Files:
         """`_files_signature()`, from one stat per file already known when the
         folder's time says no file came or went since the last read of its entries
         (one stat of the folder: reading its entries cost 40 µs at 1M memories and
@@ -364,12 +405,12 @@ class RocksStorage:
         if folder.st_mtime_ns != mtime or read_at - mtime < _FOLDER_TIME_MARGIN_NS:
             return self._files_signature()
         sig = []
-        for name, _, _ in self._files_seen:
+        for name, *_ in self._files_seen:
             try:
                 st = os.stat(os.path.join(self.location, name))
             except FileNotFoundError:
                 return self._files_signature()
-            sig.append((name, st.st_size, st.st_mtime_ns))
+            sig.append((name, st.st_size, st.st_mtime_ns, st.st_ino))
         return tuple(sig)
 
     def writer_moved(self) -> bool:
@@ -407,9 +448,10 @@ def _raw_items(items: Any) -> Iterator[tuple[bytes, bytes]]:
     return cast("Iterator[tuple[bytes, bytes]]", iter(items))
 
 
-def _flush_happened(before: tuple[Any, ...], after: tuple[Any, ...]) -> bool:
-    """Whether the writer flushed between two file signatures: WAL files came or went,
-    or the MANIFEST changed (plain writes only grow the current WAL)."""
+def _flush_happened(before: _Files, after: _Files) -> bool:
+    """Whether the writer flushed or compacted between two file signatures: WAL files
+    came or went, or the MANIFEST or CURRENT changed (plain writes only grow the
+    current WAL)."""
     if {name for name, *_ in before} != {name for name, *_ in after}:
         return True
     return [e for e in before if not e[0].endswith(".log")] != [e for e in after if not e[0].endswith(".log")]
