@@ -51,17 +51,18 @@ from . import Batch
 # Fresh secondary instances a catch-up tries while the writer keeps flushing.
 _MAX_REOPENS = 5
 # How long a follower's open keeps trying for a whole first view while the writer's
-# flushes overlap every attempt (an attempt takes ~5 ms at 1M memories, ~30 ms at
-# 10M; a writer loading in bulk flushes about once a second).
+# flushes overlap every attempt (an attempt takes 11-18 ms at 10M memories; a writer
+# loading in bulk flushes about every 1.5 s).
 _OPEN_PATIENCE_S = 5.0
 
 # The writer starts a new MANIFEST (the log of every flush and compaction, which a
 # follower's open replays whole) once the current one passes this size. RocksDB's
 # default (1 GB) let it grow with the writer's life: beside a writer that had flushed
-# 1,200 times it held 248 KB, and a cold follower at 10M memories took 369-588 ms
-# instead of ~180 (benchmarks/RESULTS.md, eleventh pass). A follower that opens while
-# the writer switches files is told by its files' signature (inodes included: CURRENT
-# is replaced by a rename) and opens again.
+# 1,200 times it held ~225 KB, a cold follower process at 10M memories took 331-362 ms
+# and a reader's reopen after a flush 174 ms; at 32 KB, 176-198 ms and 11 ms
+# (benchmarks/RESULTS.md, eleventh pass). A follower that opens while the writer
+# switches files is told by its files' signature (inodes included: CURRENT is
+# replaced by a rename) and opens again.
 _MAX_MANIFEST_BYTES = 32 << 10
 _SECONDARY_PREFIX = "cortex-secondary-"
 _SECONDARY_RE = re.compile(rf"{_SECONDARY_PREFIX}(\d+)-")
