@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -319,6 +320,28 @@ def test_rocksdb_cortex_followers_open_on_a_view_no_older_than_the_last_acknowle
         stale = [(roots.index(root), acked) for acked, root in opened if roots.index(root) < acked]
         assert stale == []
         assert len(writer.manifests) >= 5, "the writer hardly switched MANIFESTs (the test proved little)"
+
+
+
+def test_rocksdb_a_follower_whose_every_open_overlaps_a_flush_gives_up_with_store_error(tmp_path, monkeypatch) -> None:
+    """A follower never starts on a view it could not check: when the writer's files
+    change during every attempt (forced here), the open raises `StoreError` once its
+    patience runs out, and leaves no secondary folder behind."""
+    path = str(tmp_path / "s")
+    open_rocksdb(path, read_only=False, cache_mb=8, sync=False).close()
+    attempts: list[int] = []
+
+    def always_moved(before: object, after: object) -> bool:
+        attempts.append(1)
+        return True
+
+    monkeypatch.setattr("cortex.storage.rocksdb._flush_happened", always_moved)
+    monkeypatch.setattr("cortex.storage.rocksdb._OPEN_PATIENCE_S", 0.05)
+    folders = set(os.listdir(tempfile.gettempdir()))
+    with pytest.raises(cortex.StoreError, match=r"the writer flushed or compacted during each of \d+ attempts"):
+        open_rocksdb(path, read_only=True, cache_mb=8, sync=False)
+    assert len(attempts) >= 2
+    assert {name for name in set(os.listdir(tempfile.gettempdir())) - folders if name.startswith("cortex-secondary-")} == set()
 
 
 # -- PostgreSQL only --------------------------------------------------------------
