@@ -205,9 +205,9 @@ class RocksStorage:
         else:
             self.db = _open_db(path, self._cache, None)
         self._write_opts = WriteOptions()
+        self._write_opts.sync = sync
         self._multi_get_opts = ReadOptions()
         self._multi_get_opts.set_async_io(True)
-        self._write_opts.sync = sync
 
     # -- lifecycle -----------------------------------------------------------
 

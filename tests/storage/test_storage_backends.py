@@ -322,7 +322,6 @@ def test_rocksdb_cortex_followers_open_on_a_view_no_older_than_the_last_acknowle
         assert len(writer.manifests) >= 5, "the writer hardly switched MANIFESTs (the test proved little)"
 
 
-
 def test_rocksdb_a_follower_whose_every_open_overlaps_a_flush_gives_up_with_store_error(tmp_path, monkeypatch) -> None:
     """A follower never starts on a view it could not check: when the writer's files
     change during every attempt (forced here), the open raises `StoreError` once its
