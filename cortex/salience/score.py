@@ -216,8 +216,10 @@ _SHARE_TABLE = _count_share_of(np.arange(4096))
 
 
 def _count_share(counts: np.ndarray) -> np.ndarray:
+    # `take` with native indices: indexing the table with the stored u32 counts
+    # converted them element by element (85-140 µs at 60,000 rows against 45).
     if len(counts) and int(counts.max()) < len(_SHARE_TABLE):
-        looked_up: np.ndarray = _SHARE_TABLE[counts]
+        looked_up: np.ndarray = _SHARE_TABLE.take(counts.astype(np.intp))
         return looked_up
     return _count_share_of(counts)
 
