@@ -1,0 +1,12 @@
+"""hotloop.py STORE SECONDS: hot calls in a loop (for py-spy)."""
+import sys, time
+import cortex
+from cortex.bench import hotframe
+c = cortex.open(sys.argv[1], actor="bench-agent", mode="r")
+hot = hotframe.hot_frames(c)
+qs = [f.query(form) for form in hotframe.FORMS for f in hot]
+for q in qs: c.context(**q)
+t = time.time(); n = 0
+while time.time() - t < float(sys.argv[2]):
+    for q in qs: c.context(**q); n += 1
+print("calls", n, "ms/call %.3f" % ((time.time() - t) / n * 1e3))
