@@ -64,6 +64,7 @@ _OPEN_PATIENCE_S = 5.0
 # switches files is told by its files' signature (inodes included: CURRENT is
 # replaced by a rename) and opens again.
 _MAX_MANIFEST_BYTES = 32 << 10
+
 _SECONDARY_PREFIX = "cortex-secondary-"
 _SECONDARY_RE = re.compile(rf"{_SECONDARY_PREFIX}(\d+)-")
 
@@ -224,21 +225,24 @@ class RocksStorage:
         """A follower's first view, opened again while the writer's flushes overlap
         the open: the engine reads the store's identity from it at once, and a torn
         one could lack it. After `_OPEN_PATIENCE_S` of overlapped attempts,
-        `StoreError`."""
+        `StoreError`. A failed open leaves no secondary folder behind."""
         deadline = time.monotonic() + _OPEN_PATIENCE_S
         attempts = 0
-        while True:
-            seen = self._files_signature()
-            db = self._open_secondary()
-            attempts += 1
-            if not _flush_happened(seen, self._files_signature()):
-                self._files_seen = seen
-                return db
-            db.close()
-            if time.monotonic() > deadline:
-                self._drop_secondary_folder()
-                raise StoreError(f"cannot open store {self.location!r} for reading: the writer flushed or compacted "
-                                 f"during each of {attempts} attempts over {_OPEN_PATIENCE_S:.0f} s")
+        try:
+            while True:
+                seen = self._files_signature()
+                db = self._open_secondary()
+                attempts += 1
+                if not _flush_happened(seen, self._files_signature()):
+                    self._files_seen = seen
+                    return db
+                db.close()
+                if time.monotonic() > deadline:
+                    raise StoreError(f"cannot open store {self.location!r} for reading: the writer flushed or compacted "
+                                     f"during each of {attempts} attempts over {_OPEN_PATIENCE_S:.0f} s")
+        except BaseException:
+            self._drop_secondary_folder()
+            raise
 
     def _open_secondary(self) -> Rdict:
         folder = tempfile.mkdtemp(prefix=f"{_SECONDARY_PREFIX}{os.getpid()}-")
