@@ -25,6 +25,7 @@ import cortex.index.hot as hot_module
 import cortex.upkeep as upkeep
 from cortex import Constraint, EdgeType, Event, Fact, Frame, Goal
 from cortex.index.hot import HotFrames
+from cortex.salience.score import Weights
 
 from conftest import START, FakeClock, open_store
 
@@ -52,12 +53,14 @@ def _frames(rng: random.Random) -> list[Frame]:
 def _write_some(c: cortex.Cortex, clock: FakeClock, rng: random.Random, count: int, uris: list[str]) -> None:
     """Writes, edits, uses, tombstones and edges, in a random mix."""
     for _ in range(count):
-        clock.now += timedelta(minutes=rng.choice((0, 0, 1, 90)))  # 0: same instant, so score ties
+        # 0: the same instant, so score ties; days apart, so recency tells memories
+        # apart, until two days before NOW.
+        clock.now = min(clock.now + timedelta(minutes=rng.choice((0, 0, 1, 90, 24 * 60))), NOW - timedelta(days=2))
         roll = rng.random()
         live = [u for u in uris if not c.resolve(u).tombstoned]
         if roll < 0.55 or len(live) < 4:
             expires = NOW + timedelta(days=rng.choice((-1, 1))) if rng.random() < 0.15 else None
-            uris.append(c.write(_memory(rng, len(uris)), frames=_frames(rng), importance=rng.choice((3, 5, 5, 9)), expires_at=expires))
+            uris.append(c.write(_memory(rng, len(uris)), frames=_frames(rng), importance=rng.choice((3, 5, 5, 6, 9)), expires_at=expires))
         elif roll < 0.65:
             c.attest(rng.sample(live, 2), rng.choice(("success", "success", "failure")), "factual_error")
         elif roll < 0.72:
@@ -143,6 +146,7 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
         for round_ in range(3):
             for _ in range(6):
                 query = _query(rng)
+                _weigh(engine, rng)
                 engine.hot, engine.heads = cache, heads
                 _fast_paths(True, first_ranked, sort_dedup_rows)
                 cached = c.context(**query)
@@ -155,9 +159,24 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
                 assert [u.rsplit("/", 1)[1].split("#")[0] for u in scanned.reachable_uris] == reachable
                 assert scanned.total_tokens == total and scanned.trimmed == len(scanned.scores) - len(survivors)
                 assert list(scanned.dropped_ids) == sorted(set(scanned.scores) - set(survivors), key=lambda i: (-scanned.scores[i], _neg(i)))
+                if rng.random() < 0.5:  # new memories alone: cached prefixes gain rows at their end
+                    engine.hot, engine.heads = cache, heads
+                    for _ in range(rng.randint(1, 3)):
+                        clock.now = min(clock.now + timedelta(hours=rng.choice((0, 1, 30))), NOW - timedelta(days=2))
+                        uris.append(c.write(_memory(rng, len(uris)), frames=_frames(rng), importance=rng.choice((4, 5, 6))))
             engine.hot, engine.heads = cache, heads
+            vars(engine).pop("weights", None)
             _write_some(c, clock, rng, rng.randint(1, 30), uris)  # the caches follow these writes
         assert len(cache) > 0 and len(heads) > 0
+
+
+def _weigh(engine, rng: random.Random) -> None:
+    """The store's learned weights, or (for both calls of a pair) weights where
+    access and citations count as much as recency and importance, or more."""
+    vars(engine).pop("weights", None)
+    if rng.random() < 0.5:
+        weights = Weights(*(rng.choice((0.0, 0.1, 0.5, 1.0)) for _ in range(3)), 1.0)
+        engine.weights = lambda: weights
 
 
 def _neg(memory_id: str) -> tuple[int, ...]:
