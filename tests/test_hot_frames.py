@@ -161,6 +161,7 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
                 assert list(scanned.dropped_ids) == sorted(set(scanned.scores) - set(survivors), key=lambda i: (-scanned.scores[i], _neg(i)))
                 if rng.random() < 0.5:  # new memories alone: cached prefixes gain rows at their end
                     engine.hot, engine.heads = cache, heads
+                    vars(engine).pop("weights", None)
                     for _ in range(rng.randint(1, 3)):
                         clock.now = min(clock.now + timedelta(hours=rng.choice((0, 1, 30))), NOW - timedelta(days=2))
                         uris.append(c.write(_memory(rng, len(uris)), frames=_frames(rng), importance=rng.choice((4, 5, 6))))
