@@ -219,7 +219,6 @@ def test_rocksdb_compacts_level0_at_8_files_also_after_a_reopen(tmp_path) -> Non
         storage.close()
 
 
-
 class _FlushingWriter:
     """A writer thread that makes one write (`step(n)`), flushes it into a table file
     and pauses 3 ms, over and over: every flush logs an edit to the MANIFEST, and with
