@@ -332,10 +332,32 @@ def _decode(values: list[bytes]) -> Columns:
 
 
 def _live(cols: Columns, now: int) -> np.ndarray:
-    """Mask of rows not expired at `now`."""
-    expires = cols["expires"]
-    live: np.ndarray = (expires == 0) | (expires > now)
+    """Mask of rows not expired at `now`, part by part: a part whose earliest expiry
+    is after `now` (a hot frame's cached columns, as a rule) needs no look at its rows."""
+    masks = []
+    for part in cols.parts():
+        if part.facts().min_expires > now:
+            masks.append(np.ones(len(part), dtype=bool))
+        else:
+            expires = part["expires"]
+            masks.append((expires == 0) | (expires > now))
+    live: np.ndarray = masks[0] if len(masks) == 1 else np.concatenate(masks)
     return live
+
+
+def _scores(cols: Columns, pinned_rows: np.ndarray, now: int, weights: Weights) -> np.ndarray:
+    """The live score of every row, part by part on the parts' own arrays (a hot
+    frame's cached columns are scored where they are, not copied first). A row's
+    score depends on its own fields alone, so the bits are those of one call over
+    the joined rows."""
+    scored, at = [], 0
+    for part in cols.parts():
+        stop = at + len(part)
+        scored.append(live_scores(part["last_used"], part["access"], part["citations"], part["importance"],
+                                  pinned_rows[at:stop], now, weights))
+        at = stop
+    scores: np.ndarray = scored[0] if len(scored) == 1 else np.concatenate(scored)
+    return scores
 
 
 def _scanned_prefixes(plan: _Plan) -> list[bytes]:
@@ -604,9 +626,10 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         cols = _joined(blocks)
     except (ValueError, struct.error) as exc:  # a value of the wrong size
         raise _corrupt_index(e, plan, str(exc)) from None
-    if entry.unsound(cols):
+    facts = cols.facts()
+    if not facts.sound:
         raise _corrupt_index(e, plan, "type or version out of range")
-    if journal_at is not None and len(cols) and int(cols["created"].max()) > journal_at:
+    if journal_at is not None and facts.max_created > journal_at:
         raise TornView("a memory newer than the view's last journal entry")
     tiers = np.repeat(np.array([_TIER_ORDER.index(t) for t in included], dtype=np.int8), counts)
     keep = _live(cols, plan.now)
@@ -616,19 +639,19 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         first = _first_of_each_id(cols) if len(cols) <= _SORT_DEDUP_ROWS else _later_copies(_block_views(cols, blocks))
         if first is not None:
             keep &= first
-    superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0
     stale = _Stale.empty()
-    if not plan.include_superseded and superseded.any():
+    if not plan.include_superseded and facts.flags & FLAG_SUPERSEDED:
+        superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0
         stale = _Stale(cols.take(keep & superseded), tiers[keep & superseded], plan, weights)
         keep &= ~superseded
+    # Scored before the drop: a hot frame's columns are scored in place, and only
+    # the scores of the rows kept are copied (not the four columns scoring reads).
+    scores = _scores(cols, tiers == _TIER_ORDER.index(Tier.PINNED), plan.now, weights)
     if not keep.all():
-        cols, tiers = cols.take(keep), tiers[keep]
-    scores = live_scores(
-        cols["last_used"], cols["access"], cols["citations"], cols["importance"],
-        tiers == _TIER_ORDER.index(Tier.PINNED), plan.now, weights,
-    )
+        kept = entry.Rows.of(keep)
+        cols, tiers, scores = cols.take(kept), kept.apply(tiers), kept.apply(scores)
     tokens = cols[token_field].astype(np.int64)
-    trim = _trim(scores, tokens, cols["id_hi"], cols["id_lo"], plan.budget)
+    trim = _trim(scores, tokens, cols, plan.budget)
     dropped, total = len(cols) - len(trim.survivors), trim.total
     gone = cols.take(trim.reachable)
     reachable = _uris(gone["type"].tolist(), gone.ids(), gone["version"].tolist())
@@ -671,7 +694,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         dropped_ids=_LazyTexts(lambda: _texts(cols.take(_ranking(scores, cols["id_hi"], cols["id_lo"])[len(trim.survivors):]).ids())),
         weights=weights,
         now=from_micros(plan.now),
-        conflicts=_conflicts(e, cols),
+        conflicts=_conflicts(e, cols) if facts.flags & FLAG_CONTRADICTED else [],
         superseded_ids=_LazyTexts(lambda: _texts(stale.ids())),
         superseded_uris=_LazyTexts(stale.uris),
         superseded_scores=_LazyIdMap(len(stale), stale.ids, stale.scores),
@@ -695,21 +718,22 @@ class _Trimmed:
 _FIRST_RANKED = 256
 
 
-def _trim(scores: np.ndarray, tokens: np.ndarray, hi: np.ndarray, lo: np.ndarray, budget: int) -> _Trimmed:
+def _trim(scores: np.ndarray, tokens: np.ndarray, cols: Columns, budget: int) -> _Trimmed:
     """DESIGN §6 step 6: while the token total exceeds the budget, drop the row with
     the lowest (score, id), always keeping one; the survivors are thus the longest
     run of best rows whose tokens fit (at least one), and `reachable` the rows that
     come next. Only the best rows are ranked (a hot object has tens of thousands of
     candidates and a budget admits at most a few hundred): `_top` ranks the `m` best
     exactly, and when the survivors plus the reachable list do not fit in them, `m`
-    grows until they do or every row is ranked."""
+    grows until they do or every row is ranked. `cols` gives the rows' ids (read for
+    the rows ranked only)."""
     n = len(scores)
     total = int(tokens.sum())
     if total <= budget or n <= 1:
-        return _Trimmed(_ranking(scores, hi, lo)[::-1], np.zeros(0, dtype=np.int64), total)
+        return _Trimmed(_ranking(scores, cols["id_hi"], cols["id_lo"])[::-1], np.zeros(0, dtype=np.int64), total)
     m = min(n, _FIRST_RANKED)
     while True:
-        best = _top(scores, hi, lo, m)
+        best = _top(scores, cols, m)
         running = np.cumsum(tokens[best])
         over = np.flatnonzero(running > budget)
         # Tokens are never negative, so the running total only grows: the survivors are
@@ -727,14 +751,16 @@ def _ranking(scores: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
     return order
 
 
-def _top(scores: np.ndarray, hi: np.ndarray, lo: np.ndarray, m: int) -> np.ndarray:
+def _top(scores: np.ndarray, cols: Columns, m: int) -> np.ndarray:
     """The indexes of the `m` best rows by (score, id), best first: every row scoring
-    at least `_cutoff` (ties included) is ranked, and the first `m` kept."""
+    at least `_cutoff` (ties included) is ranked, and the first `m` kept. `cols`
+    gives the rows' ids; only the ranked rows' are read."""
     n = len(scores)
     if m >= n:
-        return _ranking(scores, hi, lo)
+        return _ranking(scores, cols["id_hi"], cols["id_lo"])
     rows = np.flatnonzero(scores >= _cutoff(scores, m))
-    ranked: np.ndarray = rows[_ranking(scores[rows], hi[rows], lo[rows])][:m]
+    ids = cols.take(rows)
+    ranked: np.ndarray = rows[_ranking(scores[rows], ids["id_hi"], ids["id_lo"])][:m]
     return ranked
 
 

@@ -111,30 +111,34 @@ def _design_trim(b: cortex.Bundle, reachable_size: int = 64) -> tuple[list[str],
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), ranking=st.sampled_from([(1, 2), (3, 5), (2, 64), (16, 3), (256, 64)]),
-       sort_dedup_rows=st.sampled_from([0, 2048]))
-def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path_factory, seed, ranking, sort_dedup_rows):
+       sort_dedup_rows=st.sampled_from([0, 2048]), gather_share=st.sampled_from([0, 8]))
+def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path_factory, seed, ranking, sort_dedup_rows, gather_share):
     rng = random.Random(seed)
     # Rank few rows first and (in some examples) keep a short reachable list, so that
     # small stores take every path of the trim: widening the ranking, and stopping
     # with rows left unranked; and dedup by search between blocks as hot objects do.
-    saved = context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS, entry_module._RUNS_FROM
+    saved = (context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS,
+             entry_module._RUNS_FROM, entry_module._GATHER_SHARE)
     context_module.MAX_REACHABLE_URIS = ranking[1]
     try:
-        _check_against_full_scan(tmp_path_factory, rng, ranking[0], sort_dedup_rows)
+        _check_against_full_scan(tmp_path_factory, rng, ranking[0], sort_dedup_rows, gather_share)
     finally:
-        context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS, entry_module._RUNS_FROM = saved
+        (context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS,
+         entry_module._RUNS_FROM, entry_module._GATHER_SHARE) = saved
 
 
-def _fast_paths(on: bool, first_ranked: int = 0, sort_dedup_rows: int = 0) -> None:
+def _fast_paths(on: bool, first_ranked: int = 0, sort_dedup_rows: int = 0, gather_share: int = 0) -> None:
     """Set the composer's fast paths: a partial ranking, dedup by search, lazy joins
-    and takes by runs of rows at any size, or (off) a ranking of every row, dedup by
-    one sort, and numpy's plain concatenate and gather."""
+    and takes by runs of rows at any size, small takes gathered from the parts of a
+    join (every take, with `gather_share` 0), or (off) a ranking of every row, dedup
+    by one sort, and numpy's plain concatenate and gather."""
     context_module._FIRST_RANKED = first_ranked if on else 1 << 40
     context_module._SORT_DEDUP_ROWS = sort_dedup_rows if on else 1 << 40
     entry_module._RUNS_FROM = 0 if on else 1 << 40
+    entry_module._GATHER_SHARE = gather_share if on else 1 << 40
 
 
-def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked: int, sort_dedup_rows: int) -> None:
+def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked: int, sort_dedup_rows: int, gather_share: int) -> None:
     reachable_size = context_module.MAX_REACHABLE_URIS
     clock = FakeClock()
     with open_store(tmp_path_factory.mktemp("hot") / "s", clock) as c:
@@ -148,7 +152,7 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
                 query = _query(rng)
                 _weigh(engine, rng)
                 engine.hot, engine.heads = cache, heads
-                _fast_paths(True, first_ranked, sort_dedup_rows)
+                _fast_paths(True, first_ranked, sort_dedup_rows, gather_share)
                 cached = c.context(**query)
                 engine.hot = engine.heads = None
                 _fast_paths(False)
@@ -481,7 +485,8 @@ def test_the_partial_ranking_is_the_head_of_the_full_ranking(scores, m, seed):
     hi = rng.integers(0, 4, len(s)).astype(np.uint64)  # few distinct: ties on hi too
     lo = rng.permutation(len(s)).astype(np.uint64)
     full = context_module._ranking(s, hi, lo)
-    assert context_module._top(s, hi, lo, m).tolist() == full[:m].tolist()
+    ids = entry_module.Columns({"id_hi": hi, "id_lo": lo})
+    assert context_module._top(s, ids, m).tolist() == full[:m].tolist()
 
 
 @settings(max_examples=50, deadline=None)
@@ -534,20 +539,19 @@ def test_live_scores_equal_the_design_formula_to_the_bit(rows, raw_weights):
     drop=st.sampled_from(["none", "few", "many"]),
     read_first=st.booleans(),
     runs_from=st.sampled_from([0, 50, 1 << 40]),
+    gather_share=st.sampled_from([0, 8, 1 << 40]),
 )
-def test_joined_and_taken_columns_hold_the_rows_numpy_would(sizes, seed, drop, read_first, runs_from):
-    """`Columns.concat` joins lazily and a boolean take gathers by runs of rows when
-    few (from `_RUNS_FROM` rows on): every column, length, slice and further take must
-    equal plain numpy on the concatenated arrays, whichever column was read first."""
-    import numpy as np
-
-    from cortex.index.entry import Columns
-
-    saved, entry_module._RUNS_FROM = entry_module._RUNS_FROM, runs_from
+def test_joined_and_taken_columns_hold_the_rows_numpy_would(sizes, seed, drop, read_first, runs_from, gather_share):
+    """`Columns.concat` joins lazily, a boolean take gathers by runs of rows when few
+    (from `_RUNS_FROM` rows on), and a small take of a join gathers from its parts
+    (under one row in `_GATHER_SHARE`): every column, length, slice and further take
+    must equal plain numpy on the concatenated arrays, whichever column was read first."""
+    saved = entry_module._RUNS_FROM, entry_module._GATHER_SHARE
+    entry_module._RUNS_FROM, entry_module._GATHER_SHARE = runs_from, gather_share
     try:
         _check_joined_and_taken(sizes, seed, drop, read_first)
     finally:
-        entry_module._RUNS_FROM = saved
+        entry_module._RUNS_FROM, entry_module._GATHER_SHARE = saved
 
 
 def _check_joined_and_taken(sizes: list[int], seed: int, drop: str, read_first: bool) -> None:
@@ -579,6 +583,55 @@ def _check_joined_and_taken(sizes: list[int], seed: int, drop: str, read_first: 
     assert joined.slice(start, stop)["id_hi"].tolist() == plain["id_hi"][start:stop].tolist()
     again = rng.random(len(taken)) < 0.5
     assert taken.take(again)["importance"].tolist() == plain["importance"][mask][again].tolist()
+    rows = rng.integers(0, n, rng.integers(0, 2 * n + 1)) if n else np.zeros(0, dtype=np.int64)  # any order, repeats
+    assert joined.take(rows)["id_hi"].tolist() == plain["id_hi"][rows].tolist()
+    if len(taken):
+        some = rng.integers(0, len(taken), 5)
+        assert taken.take(some)["id_hi"].tolist() == plain["id_hi"][mask][some].tolist()
+    kept = entry_module.Rows.of(mask)
+    assert kept.apply(plain["importance"]).tolist() == plain["importance"][mask].tolist()
+    assert joined.take(kept)["importance"].tolist() == plain["importance"][mask].tolist()
+    at = 0
+    for part in joined.parts():  # a part's own rows, whole (the part itself) or not
+        assert joined.slice(at, at + len(part))["importance"].tolist() == plain["importance"][at : at + len(part)].tolist()
+        at += len(part)
+    assert at == n
+
+
+@settings(max_examples=150, deadline=None)
+@given(sizes=st.lists(st.integers(0, 40), min_size=1, max_size=4), seed=st.integers(0, 2**32 - 1))
+def test_the_facts_of_columns_are_those_of_their_rows_joined_or_not(sizes, seed):
+    """`Columns.facts` (soundness, latest creation, earliest expiry, flags) of a set
+    and of a lazy join of sets equal what the rows show, read plainly."""
+    import numpy as np
+
+    from cortex.index.entry import NO_EXPIRY, Columns
+    from cortex.records import TYPE_CODE_MAX, TYPE_CODE_MIN
+
+    rng = np.random.default_rng(seed)
+    saved, entry_module._RUNS_FROM = entry_module._RUNS_FROM, 0  # every concat joins lazily
+    try:
+        arrays = [{
+            "id_hi": np.arange(n, dtype=np.uint64),
+            "type": rng.choice([0, 1, 4, 8, 200], n).astype(np.uint8),
+            "version": rng.choice([0, 1, 2], n, p=[0.05, 0.8, 0.15]).astype(np.uint32),
+            "created": rng.integers(0, 2**63, n, dtype=np.uint64),
+            "expires": np.array([0, 0, 0, 1, 2**40, 2**64 - 1], dtype=np.uint64)[rng.integers(0, 6, n)],
+            "flags": rng.choice([0, 0, 1, 4, 8], n).astype(np.uint8),
+        } for n in sizes]
+        parts = [Columns(dict(a)) for a in arrays]
+        plain = {name: np.concatenate([a[name] for a in arrays]) for name in arrays[0]}
+        for cols in (Columns(plain), Columns.concat(parts)):
+            facts = cols.facts()
+            known = (plain["type"] >= TYPE_CODE_MIN) & (plain["type"] <= TYPE_CODE_MAX)
+            assert facts.sound == bool((known & (plain["version"] != 0)).all())
+            assert facts.max_created == (int(plain["created"].max()) if len(plain["created"]) else 0)
+            nonzero = plain["expires"][plain["expires"] != 0]
+            assert facts.min_expires == (int(nonzero.min()) if len(nonzero) else NO_EXPIRY)
+            assert facts.flags == int(np.bitwise_or.reduce(plain["flags"], initial=0))
+            assert cols.facts() is facts  # computed once
+    finally:
+        entry_module._RUNS_FROM = saved
 
 
 def test_the_partial_ranking_checks_its_sampled_cutoff():
@@ -591,7 +644,8 @@ def test_the_partial_ranking_checks_its_sampled_cutoff():
         s = np.zeros(n)
         s[::step] = np.linspace(0.5, 1.0, len(s[::step]))
         hi, lo = np.zeros(n, dtype=np.uint64), np.arange(n, dtype=np.uint64)
-        assert context_module._top(s, hi, lo, m).tolist() == context_module._ranking(s, hi, lo)[:m].tolist()
+        ids = entry_module.Columns({"id_hi": hi, "id_lo": lo})
+        assert context_module._top(s, ids, m).tolist() == context_module._ranking(s, hi, lo)[:m].tolist()
 
 
 @settings(max_examples=200, deadline=None)

@@ -8,7 +8,10 @@ the fields it carries (`cortex.index.entries`).
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
     from ..storage import Storage
 
 __all__ = [
-    "FLAG_PINNED", "FLAG_TOMBSTONED", "DTYPE", "TOKEN_FIELDS", "Columns", "created_bytes", "decode_many", "encode",
+    "FLAG_PINNED", "FLAG_TOMBSTONED", "DTYPE", "TOKEN_FIELDS", "Columns", "Facts", "Rows", "created_bytes", "decode_many", "encode",
     "expires_of", "first_bad", "id_keys", "ids_of", "is_sound", "scan_rows", "unsound", "version_of",
 ]
 
@@ -106,6 +109,9 @@ def start_after(prefix: bytes, raw_id: bytes) -> bytes:
 # Below that, numpy's plain gather and concatenate cost less than the bookkeeping.
 _MAX_RUNS = 16
 _RUNS_FROM = 4096
+# A take of fewer than one row in `_GATHER_SHARE` of a lazy concat gathers its rows
+# from the parts (`_Joined.gather`); a larger one joins the column first.
+_GATHER_SHARE = 8
 
 
 def _runs(mask: np.ndarray) -> list[tuple[int, int]] | None:
@@ -119,6 +125,60 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]] | None:
     bounds = [0, *edges.tolist(), len(mask)]
     runs = [(start, stop) for start, stop in zip(bounds, bounds[1:]) if mask[start]]
     return runs if runs else None
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """The rows a boolean mask keeps: their indexes, and the same rows as (start,
+    stop) runs when the mask is long and keeps them in a few runs (a hot frame less
+    the handful of rows an earlier tier holds). One `Rows` takes from a `Columns`
+    and from the arrays that go with it alike."""
+
+    picked: np.ndarray
+    runs: list[tuple[int, int]] | None
+
+    @staticmethod
+    def of(mask: np.ndarray) -> Rows:
+        return Rows(np.flatnonzero(mask), _runs(mask) if len(mask) >= _RUNS_FROM else None)
+
+    def apply(self, array: np.ndarray) -> np.ndarray:
+        """`array` (one value per row of the mask) at these rows, in new memory."""
+        if self.runs is None:
+            taken: np.ndarray = array[self.picked]
+            return taken
+        return np.concatenate([array[start:stop] for start, stop in self.runs])
+
+
+# `Facts.min_expires` when no row expires (an expiry is a u64 of microseconds).
+NO_EXPIRY = 1 << 64
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What `context()` checks of every row, gathered in one pass over each column.
+
+    A hot frame's cached columns are the same from call to call, so these are kept
+    with them (`Columns.facts`): a call then checks tens of thousands of rows by
+    reading four numbers."""
+
+    sound: bool  # no row has an unknown type or no version (the negation of `unsound`)
+    max_created: int  # the latest creation time of any row (0 for no rows)
+    min_expires: int  # the earliest nonzero expiry, or NO_EXPIRY: all rows live before it
+    flags: int  # every row's flags ORed together
+
+    @staticmethod
+    def of(cols: Columns) -> Facts:
+        if not len(cols):
+            return Facts(True, 0, NO_EXPIRY, 0)
+        # An expiry of 0 means none; minus one it wraps to the largest u64, so the
+        # least of (expires - 1) is one less than the earliest real expiry.
+        least = int((cols["expires"] - np.uint64(1)).min()) + 1
+        return Facts(not unsound(cols), int(cols["created"].max()), least, int(np.bitwise_or.reduce(cols["flags"])))
+
+    @staticmethod
+    def join(parts: list[Facts]) -> Facts:
+        return Facts(all(f.sound for f in parts), max(f.max_created for f in parts),
+                     min(f.min_expires for f in parts), functools.reduce(operator.or_, (f.flags for f in parts), 0))
 
 
 class Columns:
@@ -135,7 +195,7 @@ class Columns:
     a sixth of the cost of gathering 60,000 rows by index.
     """
 
-    __slots__ = ("_base", "_rows", "_runs", "_got")
+    __slots__ = ("_base", "_rows", "_runs", "_got", "_facts", "_split")
 
     def __init__(self, data: Mapping[str, np.ndarray], rows: np.ndarray | None = None,
                  runs: list[tuple[int, int]] | None = None) -> None:
@@ -143,6 +203,10 @@ class Columns:
         self._rows = rows  # indexes into the base columns, or None for all of them
         self._runs = runs  # the same rows as (start, stop) slices of the base, when few
         self._got: Mapping[str, np.ndarray] = data if rows is None else {}
+        # Invariant: the arrays of a Columns are not changed once its facts are read
+        # (`cortex.index.hot.applied`, which rewrites values in place, returns a new one).
+        self._facts: Facts | None = None
+        self._split: list[tuple[int, np.ndarray, np.ndarray]] | None = None  # `_Joined.split` of the rows
 
     @staticmethod
     def decode(values: list[bytes], names: tuple[str, ...]) -> Columns:
@@ -167,16 +231,36 @@ class Columns:
             return len(self._rows)
         return self._base.rows if isinstance(self._base, _Joined) else len(self._base["id_hi"])
 
+    def facts(self) -> Facts:
+        """The `Facts` of these rows (computed once; a joined set's from its parts')."""
+        if self._facts is None:
+            parts = self.parts()
+            self._facts = Facts.of(self) if parts[0] is self else Facts.join([part.facts() for part in parts])
+        return self._facts
+
+    def parts(self) -> list[Columns]:
+        """The sets of columns these rows are the concatenation of, in order: the parts
+        of a lazy concat (`concat`), or this set alone."""
+        if self._rows is None and isinstance(self._base, _Joined):
+            return list(self._base.parts)
+        return [self]
+
     def __getitem__(self, name: str) -> np.ndarray:
         got = self._got.get(name)
         if got is None:
-            if self._runs is None:
-                got = self._base[name][self._rows]
+            rows = self._rows
+            if rows is None:  # every column is in `_got`: an unknown name raises KeyError
+                return self._base[name]
+            if self._runs is None and isinstance(self._base, _Joined) and len(rows) * _GATHER_SHARE < self._base.rows:
+                if self._split is None:
+                    self._split = self._base.split(rows)
+                got = self._base.gather(name, self._split, len(rows))
+            elif self._runs is None:
+                got = self._base[name][rows]
             elif isinstance(self._base, _Joined):
                 got = self._base.runs(name, self._runs)
             else:
-                column = self._base[name]
-                got = np.concatenate([column[start:stop] for start, stop in self._runs])
+                got = Rows(rows, self._runs).apply(self._base[name])
             assert isinstance(self._got, dict)
             self._got[name] = got
         return got
@@ -197,16 +281,18 @@ class Columns:
         if self._rows is None:
             if isinstance(self._base, _Joined):
                 return self._base.slice(start, stop)
+            if start == 0 and stop >= len(self):
+                return self
             return Columns({name: column[start:stop] for name, column in self._base.items()})
         return Columns(self._base, self._rows[start:stop])
 
-    def take(self, selector: np.ndarray) -> Columns:
-        """The rows a boolean mask or an index array selects."""
-        picked = np.flatnonzero(selector) if selector.dtype == bool else selector
+    def take(self, selector: np.ndarray | Rows) -> Columns:
+        """The rows a boolean mask, an index array or a `Rows` selects."""
+        if not isinstance(selector, Rows):
+            selector = Rows.of(selector) if selector.dtype == bool else Rows(selector, None)
         if self._rows is not None:
-            return Columns(self._base, self._rows[picked])
-        runs = _runs(selector) if selector.dtype == bool and len(selector) >= _RUNS_FROM else None
-        return Columns(self._base, picked, runs)
+            return Columns(self._base, self._rows[selector.picked])
+        return Columns(self._base, selector.picked, selector.runs)
 
     def ids(self) -> list[bytes]:
         return ids_of(self)  # type: ignore[arg-type]
@@ -223,7 +309,7 @@ class _Joined(Mapping[str, np.ndarray]):
     """
 
     def __init__(self, parts: list[Columns]) -> None:
-        self._parts = parts
+        self.parts = tuple(parts)
         self._names = tuple(parts[0]._base)
         self._starts = [0]
         for part in parts:
@@ -231,12 +317,38 @@ class _Joined(Mapping[str, np.ndarray]):
         self.rows = self._starts[-1]
         self._joined: dict[str, np.ndarray] = {}
 
+    def split(self, rows: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """`rows` (indexes into the joined rows) by the part they lie in: (the part's
+        index, where its rows are in `rows`, their indexes in the part), for each part
+        that holds any. Worked out once per take, for all the columns it reads."""
+        which = np.searchsorted(np.array(self._starts[1:-1]), rows, side="right")
+        split = []
+        for index, first in enumerate(self._starts[:-1]):
+            where = np.flatnonzero(which == index)
+            if len(where):
+                split.append((index, where, rows[where] - first))
+        return split
+
+    def gather(self, name: str, split: list[tuple[int, np.ndarray, np.ndarray]], count: int) -> np.ndarray:
+        """Column `name` at the `count` rows `split` names (`split()`), without joining
+        it: a hot call reads a few hundred rows of a frame of tens of thousands."""
+        columns = [part[name] for part in self.parts]
+        kind = np.result_type(*columns)
+        if len(split) == 1:  # every row in one part, in order
+            index, _, local = split[0]
+            alone: np.ndarray = columns[index][local].astype(kind, copy=False)
+            return alone
+        got = np.empty(count, dtype=kind)
+        for index, where, local in split:
+            got[where] = columns[index][local]
+        return got
+
     def __getitem__(self, name: str) -> np.ndarray:
         column = self._joined.get(name)
         if column is None:
             if name not in self._names:
                 raise KeyError(name)
-            column = self._joined[name] = np.concatenate([part[name] for part in self._parts])
+            column = self._joined[name] = np.concatenate([part[name] for part in self.parts])
         return column
 
     def get(self, name: str, default: np.ndarray | None = None) -> np.ndarray | None:  # type: ignore[override]
@@ -256,13 +368,13 @@ class _Joined(Mapping[str, np.ndarray]):
             return np.concatenate([joined[start:stop] for start, stop in runs])
         pieces = []
         for start, stop in runs:
-            for part, first, end in zip(self._parts, self._starts, self._starts[1:]):
+            for part, first, end in zip(self.parts, self._starts, self._starts[1:]):
                 if first < stop and start < end:
                     pieces.append(part[name][max(start, first) - first : min(stop, end) - first])
         return np.concatenate(pieces)
 
     def slice(self, start: int, stop: int) -> Columns:
-        for part, first, end in zip(self._parts, self._starts, self._starts[1:]):
+        for part, first, end in zip(self.parts, self._starts, self._starts[1:]):
             if first <= start and stop <= end:
                 return part.slice(start - first, stop - first)
         return Columns({name: self[name][start:stop] for name in self._names})

@@ -27,7 +27,9 @@ under it in the handle's current view, one row per key, in key order (so by id).
 The columns a lookup returns are never changed afterwards in a way a reader could
 see: pending updates are applied in place only at the first lookup after a write,
 and no reader of the old columns can be running then (the engine's readers-writer
-lock lets a write start only when no read is running).
+lock lets a write start only when no read is running). Every change gives the
+prefix a new `Columns` object, so the `Facts` a call reads of the old one (kept
+with it: `Columns.facts`) never describe the new rows.
 """
 
 from __future__ import annotations
@@ -219,6 +221,8 @@ def applied(cols: Columns, pending: dict[bytes, bytes | None]) -> Columns:
     if update:
         if not all(cols[name].flags.writeable for name in FIELDS):  # views of a pack's bytes
             cols = Columns({name: cols[name].copy() for name in FIELDS})
+        else:  # the same arrays, rewritten below: a new Columns, so no facts of the old one stand
+            cols = Columns(cols.data)
         new = Columns.decode([values[i] for i in update], FIELDS)  # type: ignore[misc]
         at = rows[update]
         for name in FIELDS:
