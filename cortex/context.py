@@ -753,31 +753,32 @@ def _ranking(scores: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
 
 def _top(scores: np.ndarray, cols: Columns, m: int) -> np.ndarray:
     """The indexes of the `m` best rows by (score, id), best first: every row scoring
-    at least `_cutoff` (ties included) is ranked, and the first `m` kept. `cols`
-    gives the rows' ids; only the ranked rows' are read."""
+    at least a cutoff that `m` rows reach (ties included) is ranked, and the first
+    `m` kept. `cols` gives the rows' ids; only the ranked rows' are read."""
     n = len(scores)
     if m >= n:
         return _ranking(scores, cols["id_hi"], cols["id_lo"])
-    rows = np.flatnonzero(scores >= _cutoff(scores, m))
+    rows = _above_cutoff(scores, m)
     ids = cols.take(rows)
     ranked: np.ndarray = rows[_ranking(scores[rows], ids["id_hi"], ids["id_lo"])][:m]
     return ranked
 
 
-def _cutoff(scores: np.ndarray, m: int) -> float:
-    """A score that at least `m` rows reach (so the `m` best rows, ties included, are
-    among the rows scoring at least it), and usually not many more. It is read off
-    an evenly spaced sample, aiming at about 2m rows, and checked; if fewer than `m`
-    rows reach it, the exact m-th best score is found by partition instead."""
+def _above_cutoff(scores: np.ndarray, m: int) -> np.ndarray:
+    """The rows scoring at least a score that at least `m` rows reach (so the `m` best
+    rows, ties included), and usually not many more. The score is read off an evenly
+    spaced sample, aiming at about 2m rows, and checked; if fewer than `m` rows reach
+    it, the exact m-th best score is found by partition instead."""
     n = len(scores)
     step = max(1, n // (8 * m))
     sample = scores[::step]
     if step > 1:
         k = min(len(sample), 2 * -(-m // step))
         guess = float(np.partition(sample, len(sample) - k)[len(sample) - k])
-        if int(np.count_nonzero(scores >= guess)) >= m:
-            return guess
-    return float(np.partition(scores, n - m)[n - m])
+        rows = np.flatnonzero(scores >= guess)
+        if len(rows) >= m:
+            return rows
+    return np.flatnonzero(scores >= float(np.partition(scores, n - m)[n - m]))
 
 
 def _texts(raw_ids: list[bytes]) -> list[str]:
