@@ -785,12 +785,22 @@ def _texts(raw_ids: list[bytes]) -> list[str]:
     return encode_ids(raw_ids)
 
 
+# The fields `_Stale` reads, besides the call's token count.
+_STALE_FIELDS = ("id_hi", "id_lo", "type", "version", "last_used", "access", "citations", "importance")
+
+
 class _Stale:
     """The superseded memories a call left out, in id order, with the score and
     token count each would have had as a candidate (all computed on first access:
-    a hot object can hold thousands of them)."""
+    a hot object can hold thousands of them).
+
+    The fields those read are copied out of `cols` (a take) when the call makes it:
+    a cached frame's rows are rewritten in place at the first lookup after a write
+    (`cortex.index.hot`), and a bundle must not change once returned."""
 
     def __init__(self, cols: Columns | None, tiers: np.ndarray | None, plan: _Plan | None, weights: Weights) -> None:
+        if cols is not None and plan is not None:
+            cols = Columns({name: cols[name] for name in (*_STALE_FIELDS, entry.TOKEN_FIELDS[plan.form])})
         self._rows, self._tiers, self._plan, self._weights = cols, tiers, plan, weights
         self._sorted: tuple[Columns, np.ndarray] | None = None
 

@@ -438,6 +438,35 @@ def test_survivors_come_from_the_current_heads_and_follow_every_change(tmp_path)
         assert any("this handle's view of the head differs from the stored head" in line for line in w.verify())
 
 
+def test_a_bundle_stays_as_returned_when_a_later_write_rewrites_the_cached_rows(tmp_path):
+    """A bundle's superseded memories are read on first access; a write after the
+    call that changes them (rewritten in place in the hot-frame cache at the next
+    lookup) must not show in a bundle returned before it. Joins are lazy at any size
+    here, as a hot frame's are."""
+    clock = FakeClock()
+    ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "form": "medium"}
+    saved, entry_module._RUNS_FROM = entry_module._RUNS_FROM, 0
+    try:
+        with open_store(tmp_path / "s", clock) as c:
+            uris = c.write_many([cortex.Write(Fact(statement=f"fact {i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", "gpu"),),
+                                              importance=5) for i in range(5)])
+            c.write(Fact(statement="newer", subject="s", predicate="p"), frames=[Frame("acquire", "service", "gpu")], supersedes=[uris[0]])
+            c._engine.hot = HotFrames(min_rows=1)
+            c.context(**ask)  # caches the frame
+            shown = c.context(**ask)
+            kept = c.context(**ask)
+            first = (dict(shown.superseded_scores), list(shown.superseded_uris), dict(shown.superseded_tokens))
+            assert first[1] == [uris[0]]
+            clock.now += timedelta(days=1)
+            c.update(uris[0], Fact(statement="fact zero, now much longer than it was before", subject="s", predicate="p"))
+            c.update_head(uris[0], importance=10)
+            later = c.context(**ask)  # applies the writes to the cached rows
+            assert list(later.superseded_uris) != first[1] and dict(later.superseded_scores) != first[0]
+            assert (dict(kept.superseded_scores), list(kept.superseded_uris), dict(kept.superseded_tokens)) == first
+    finally:
+        entry_module._RUNS_FROM = saved
+
+
 def test_the_cache_keeps_at_most_its_row_budget_least_recently_used_first(tmp_path):
     clock = FakeClock()
     with open_store(tmp_path / "s", clock) as c:
