@@ -27,9 +27,11 @@ under it in the handle's current view, one row per key, in key order (so by id).
 The columns a lookup returns are never changed afterwards in a way a reader could
 see: pending updates are applied in place only at the first lookup after a write,
 and no reader of the old columns can be running then (the engine's readers-writer
-lock lets a write start only when no read is running). Every change gives the
-prefix a new `Columns` object, so the `Facts` a call reads of the old one (kept
-with it: `Columns.facts`) never describe the new rows.
+lock lets a write start only when no read is running). A bundle returned before
+the write reads nothing of them afterwards but ids, which a rewrite keeps
+(`cortex.context._Stale` copies the rest of what it reads on first access). Every
+change gives the prefix a new `Columns` object, so the `Facts` a call reads of the
+old one (kept with it: `Columns.facts`) never describe the new rows.
 """
 
 from __future__ import annotations
