@@ -323,7 +323,8 @@ class Cortex:
 
     def optimize(self) -> dict[str, int]:
         """Pack the frame entries of hot objects so a handle's first `context()` on one
-        reads a few large values instead of one per memory (like SQLite's `PRAGMA
+        reads a few large values instead of one per memory, then compact the store's
+        newest files so every scan seeks fewer of them (like SQLite's `PRAGMA
         optimize`, run it after a bulk load or now and then; answers never change).
         Returns `{"packed": frame prefixes packed, "rows": entries they hold}`. See
         `cortex.upkeep.optimize`."""

@@ -127,6 +127,30 @@ def test_optimize_packs_large_frames_and_changes_no_answer(tmp_path):
         assert again.optimize() == {"packed": 1, "rows": 10}  # the public default packs what was packed before
 
 
+def test_optimize_leaves_no_file_in_level0_and_changes_no_answer(tmp_path):
+    """`optimize()` ends with the storage's `compact()`: on RocksDB the memtable and
+    every level-0 file are merged into the levels below, so each scan a call makes
+    seeks one file per level. The answers, the root and the stored bytes stay."""
+    clock = FakeClock()
+
+    def level0(c: cortex.Cortex) -> int:
+        return int(c._engine.storage.db.property_int_value("rocksdb.num-files-at-level0"))
+
+    with open_store(tmp_path / "s", clock) as c:
+        for start in range(0, 40, 10):
+            _facts(c, 10, start=start)
+            c._engine.storage.flush()
+        _facts(c, 3, frames=(GPU_DELIVER,), start=40)  # in the memtable
+        before, root, stored = c.context(**ASK).to_json(), c.root(), c._engine.storage.all_items()
+        assert level0(c) == 4
+        assert c.optimize() == {"packed": 0, "rows": 0}
+        assert level0(c) == 0
+        assert c.context(**ASK).to_json() == before and c.root() == root and c.verify() == []
+        assert c._engine.storage.all_items() == stored
+    with open_store(tmp_path / "s", clock) as again:
+        assert level0(again) == 0 and again.context(**ASK).to_json() == before
+
+
 def test_a_chunk_decodes_into_aligned_views_of_its_value(tmp_path, monkeypatch):
     """A one-chunk pack is read without copying a row, and every column is aligned."""
     monkeypatch.setattr(packs, "CHUNK_ROWS", 1024)

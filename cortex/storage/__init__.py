@@ -89,6 +89,14 @@ class Storage(Protocol):
         the engine then keeps nothing it builds on that view past the next one."""
         ...
 
+    def compact(self) -> int:
+        """(Writers) leave the stored data in the shape that reads find fastest, and
+        return when it is there; `optimize()` calls it last. Returns how many of the
+        backend's files it merged (RocksDB: its level-0 files; PostgreSQL keeps one
+        B-tree, which its own autovacuum tends, and merges none). Reads and writes may
+        go on meanwhile."""
+        ...
+
     def close(self) -> None:
         """Release the store (its lock or lease, files, connections). Idempotent."""
         ...

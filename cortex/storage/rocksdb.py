@@ -83,10 +83,15 @@ _Files = tuple[tuple[str, int, int, int], ...]
 # Every flush writes one level-0 file spanning all key prefixes, so each such
 # compaction rewrites the whole base level (~210 MB at 10M memories). Starting it at 8
 # files halves how often that happens: a 10M build's compactions wrote 34.6 GB in
-# 338 s instead of 46.7 GB in 421 s, a 1M build's 1.8 GB instead of 2.9 GB. Readers
-# look through up to 7 level-0 files instead of 3, which neither a follower's cold
-# start nor a reader beside a writer showed (benchmarks/RESULTS.md, ninth pass).
+# 338 s instead of 46.7 GB in 421 s, a 1M build's 1.8 GB instead of 2.9 GB
+# (benchmarks/RESULTS.md, ninth pass). Readers look through up to 7 level-0 files
+# instead of 3, which neither a follower's cold start nor a reader beside a writer
+# showed, but a store at rest keeps them; `compact()` (`optimize()`) merges them.
 _LEVEL0_COMPACTION_TRIGGER = 8
+
+# What `compact()` waits on, and how often it looks.
+_BUSY_PROPERTIES = ("rocksdb.num-running-flushes", "rocksdb.num-running-compactions", "rocksdb.compaction-pending")
+_COMPACTION_POLL_S = 0.02
 
 
 def open_rocksdb(path: str, *, read_only: bool, cache_mb: int, sync: bool) -> RocksStorage:
@@ -369,6 +374,48 @@ class RocksStorage:
     def flush(self) -> None:
         """Flush the memtable to SST files (tests and tools that read the files)."""
         self.db.flush()
+
+    def compact(self) -> int:
+        """Flush the memtable and merge level 0 into the levels below; return how many
+        files level 0 held. (A follower has nothing of its own to compact: 0.)
+
+        Every flush writes a level-0 file spanning every key prefix, and the writer
+        lets up to 7 gather (`_LEVEL0_COMPACTION_TRIGGER`), so each seek, one per
+        scan, looks into all of them. A 1M-memory store that its bulk load and
+        `optimize()` left with 6 took 25 µs for a backward scan of a small prefix
+        against 6 with none, and 0.64 ms for a warm `context()` at the median
+        against 0.51 (benchmarks/RESULTS.md, fourteenth pass).
+
+        RocksDB's own level-0 compaction does the merge, started by a trigger of 1
+        file for the duration: it rewrites level 0 and the base level only (5 s at
+        1M), where a manual compaction of the whole key range would rewrite every
+        level (11 s). Returns once RocksDB has no flush or compaction running or
+        pending, or when the handle is closed meanwhile.
+        """
+        if self.read_only:
+            return 0
+        try:
+            self.db.flush()
+            files = self.db.property_int_value("rocksdb.num-files-at-level0") or 0
+            if not files:
+                return 0
+            errors = self.db.property_int_value("rocksdb.background-errors")
+            self.db.set_options({"level0_file_num_compaction_trigger": "1"})
+            try:
+                while any(self.db.property_int_value(name) for name in _BUSY_PROPERTIES):
+                    if self.db.property_int_value("rocksdb.background-errors") != errors:
+                        raise StoreError(f"RocksDB failed to compact {self.location!r}; see its LOG file")
+                    time.sleep(_COMPACTION_POLL_S)
+            finally:
+                if not self._closed:
+                    self.db.set_options({"level0_file_num_compaction_trigger": str(_LEVEL0_COMPACTION_TRIGGER)})
+        except StoreError:
+            raise
+        except Exception as exc:
+            if self._closed:
+                return 0  # closed by another thread meanwhile
+            raise StoreError(f"cannot compact {self.location!r}: {exc}") from None
+        return int(files)
 
     def all_items(self) -> dict[bytes, bytes]:
         """Every key and value of the store (tests and tools; small stores)."""

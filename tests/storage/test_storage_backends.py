@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -187,34 +189,83 @@ def _settled_level0_files(storage: RocksStorage) -> int:
     return int(storage.db.property_int_value("rocksdb.num-files-at-level0"))
 
 
+def _flush_one_file(storage: RocksStorage, n: int) -> None:
+    """Write 100 keys (`version n` each) and flush them into one level-0 file. The
+    files span one key range: RocksDB compacts a level-0 file together with the
+    level-0 files it overlaps, and moves one that overlaps none down as it is."""
+    storage.write({f"idx/{i:03d}".encode(): f"version {n}".encode() for i in range(100)})
+    storage.db.flush()
+
+
 def test_rocksdb_compacts_level0_at_8_files_also_after_a_reopen(tmp_path) -> None:
     """A writer leaves up to 7 flushed files in level 0 and compacts at the 8th: each
     such compaction rewrites the whole base level, so a bulk load does half as many
     of those rewrites. A reopened store keeps the setting (RocksDB would
     otherwise load the options saved in the store, with its default of 4)."""
     path = str(tmp_path / "s")
-
-    def flush_one_file(storage: RocksStorage, n: int) -> None:
-        # Files over one key range: RocksDB compacts a level-0 file together with the
-        # level-0 files it overlaps, and moves one that overlaps none down as it is.
-        storage.write({f"idx/{i:03d}".encode(): f"version {n}".encode() for i in range(100)})
-        storage.db.flush()
-
     storage = open_rocksdb(path, read_only=False, cache_mb=8, sync=False)
     try:
         for n in range(5):
-            flush_one_file(storage, n)
+            _flush_one_file(storage, n)
         assert _settled_level0_files(storage) == 5
     finally:
         storage.close()
     storage = open_rocksdb(path, read_only=False, cache_mb=8, sync=False)
     try:
         for n in range(5, 7):
-            flush_one_file(storage, n)
+            _flush_one_file(storage, n)
         assert _settled_level0_files(storage) == 7
-        flush_one_file(storage, 7)
+        _flush_one_file(storage, 7)
         assert _settled_level0_files(storage) == 0
         assert storage.multi_get([b"idx/000", b"idx/099"]) == [b"version 7"] * 2
+    finally:
+        storage.close()
+
+
+def test_rocksdb_compact_merges_level0_and_leaves_the_trigger_at_8_files(tmp_path) -> None:
+    """`compact()` (`optimize()` calls it last) flushes the memtable and merges every
+    level-0 file into the levels below, so a scan seeks one file per level. It
+    lowers RocksDB's trigger for the duration only: afterwards the writer lets 7
+    files gather again, and so does a store reopened after a process died in the
+    middle of it. A follower has nothing to compact."""
+    path = str(tmp_path / "s")
+    storage = open_rocksdb(path, read_only=False, cache_mb=8, sync=False)
+    try:
+        for n in range(5):
+            _flush_one_file(storage, n)
+        storage.write({b"idx/100": b"in the memtable"})
+        assert storage.compact() == 6
+        assert _settled_level0_files(storage) == 0
+        assert storage.scan_values(b"idx/") == [b"version 4"] * 100 + [b"in the memtable"]
+        assert storage.compact() == 0
+        follower = open_rocksdb(path, read_only=True, cache_mb=8, sync=False)
+        try:
+            assert follower.compact() == 0
+        finally:
+            follower.close()
+        for n in range(5, 12):
+            _flush_one_file(storage, n)
+        assert _settled_level0_files(storage) == 7
+    finally:
+        storage.close()
+    # A process that dies while compact() waits on RocksDB (its sleep exits at once).
+    dies = (
+        "import os, sys\n"
+        "from cortex.storage import rocksdb\n"
+        "storage = rocksdb.open_rocksdb(sys.argv[1], read_only=False, cache_mb=8, sync=False)\n"
+        "rocksdb.time.sleep = lambda seconds: os._exit(3)\n"
+        "storage.compact()\n"
+    )
+    assert subprocess.run([sys.executable, "-c", dies, path], timeout=60).returncode == 3
+    storage = open_rocksdb(path, read_only=False, cache_mb=8, sync=False)
+    try:
+        left = _settled_level0_files(storage)  # 7, or 0 if RocksDB merged them before the process died
+        for n in range(12, 12 + 7 - left):
+            _flush_one_file(storage, n)
+        assert _settled_level0_files(storage) == 7
+        _flush_one_file(storage, 19)
+        assert _settled_level0_files(storage) == 0
+        assert storage.multi_get([b"idx/000", b"idx/100"]) == [b"version 19", b"in the memtable"]
     finally:
         storage.close()
 
