@@ -221,7 +221,7 @@ class Cortex:
     def weights(self) -> Weights:
         """The store's salience weights (the defaults until feedback moves them)."""
         self._engine.check_open()
-        return self._engine.read(self._engine.weights)
+        return self._engine.read(self._engine.stored_weights)
 
     def root(self) -> str:
         """The OverallRoot: hex of the journal's hash chain (64 zeros when empty)."""

@@ -228,6 +228,20 @@ def _verify_heads(e: Engine, problems: list[str]) -> None:
             problems.append(f"{_show(key)}: this handle's view of the head differs from the stored head")
 
 
+def _verify_weights(e: Engine, problems: list[str]) -> None:
+    """The handle's copy of the learned weights (`Engine.weights`) against the stored
+    ones."""
+    kept = e.kept_weights
+    if kept is None:
+        return
+    try:
+        stored = e.stored_weights()
+    except CorruptRecord:  # the check against the journal names it
+        stored = None
+    if stored != kept:
+        problems.append("meta/weights: this handle's copy of the weights differs from the stored weights")
+
+
 def _verify_into(e: Engine, problems: list[str]) -> None:
     with e.lock.read():
         head, scores, weights, facts, high, grants = replay_journal(e, problems)
@@ -252,6 +266,7 @@ def _verify_into(e: Engine, problems: list[str]) -> None:
         _verify_packs(e, problems)
         _verify_hot(e, problems)
         _verify_heads(e, problems)
+        _verify_weights(e, problems)
         if e.storage.get(META_CLOCK_HIGH) != (encode_clock_high(high) if head.seq else None):
             problems.append("meta/clock_high: differs from the journal's latest time")
         if e.storage.get(META_IMPORT) is not None:

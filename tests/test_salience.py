@@ -501,6 +501,39 @@ def test_context_scores_use_the_learned_weights(sal_store, sal_clock):
         assert b.scores[m.id] == pytest.approx(score_of(c.salience(u), now, weights), abs=1e-15)
 
 
+def test_the_next_context_after_feedback_uses_the_new_weights_in_the_writer_and_a_follower(tmp_path, sal_clock):
+    """A handle keeps the decoded weights from call to call (`Engine.weights`): the
+    attest that changes them, and a follower's catch-up past that attest, make the
+    next context() score with the new ones. `verify()` compares the handle's copy
+    with what is stored."""
+    path = tmp_path / "s"
+    frame = Frame("analyze", "knowledge", "weights")
+    query = {"verb": "analyze", "objects": {"knowledge": "weights"}}
+    with sal_open(path, sal_clock) as c:
+        uris = [c.write(sal_fact(i), frames=[frame], importance=i) for i in range(4)]
+        sal_clock.advance(40 * SAL_DAY)
+        now = sal_clock.now
+        with sal_open(path, sal_clock, mode="r") as follower:
+            before = [handle.context(**query, now=now).scores for handle in (c, follower)]
+            c.attest(uris[:2], "success")
+            learned = c.weights()
+            assert learned != DEFAULT_WEIGHTS
+            for handle, old in zip((c, follower), before):
+                scores = handle.context(**query, now=now).scores
+                for uri in uris[2:]:  # not cited: only the weights changed their scores
+                    memory_id = handle.resolve(uri).id
+                    assert scores[memory_id] == score_of(handle.salience(uri), now, learned)
+                    assert scores[memory_id] != old[memory_id]
+        c._engine.storage.write({META_WEIGHTS: None})  # damage behind the handle's back
+        assert c.weights() == DEFAULT_WEIGHTS  # what is stored
+        problems = c.verify()
+        assert "meta/weights: stored weights differ from the journal's feedback" in problems
+        keeps_copy = not c._engine.storage.live_reads  # a PostgreSQL handle reads them each time
+        assert ("meta/weights: this handle's copy of the weights differs from the stored weights" in problems) == keeps_copy
+        c.rebuild()
+        assert c.verify() == [] and c.weights() == learned
+
+
 # ---------------------------------------------------------------------------
 # attest and context(): cited memories rise
 
