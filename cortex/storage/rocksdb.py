@@ -383,8 +383,8 @@ class RocksStorage:
         lets up to 7 gather (`_LEVEL0_COMPACTION_TRIGGER`), so each seek, one per
         scan, looks into all of them. A 1M-memory store that its bulk load and
         `optimize()` left with 6 took 25 µs for a backward scan of a small prefix
-        against 6 with none, and 0.64 ms for a warm `context()` at the median
-        against 0.51 (benchmarks/RESULTS.md, fourteenth pass).
+        against 6 with none, and 0.73 ms for a warm `context()` at the median
+        against 0.55 (benchmarks/RESULTS.md, fourteenth pass).
 
         RocksDB's own level-0 compaction does the merge, started by a trigger of 1
         file for the duration: it rewrites level 0 and the base level only (5 s at
