@@ -22,6 +22,7 @@ import pytest
 
 import cortex
 from cortex.records import META_JOURNAL
+from cortex.storage import rocksdb
 from cortex.storage.postgres import PostgresStorage, open_postgres
 from cortex.storage.rocksdb import RocksStorage, open_rocksdb
 from pgproxy import FaultProxy, dsn_via
@@ -182,8 +183,7 @@ def test_rocksdb_writes_a_batch_in_key_order(tmp_path) -> None:
 def _settled_level0_files(storage: RocksStorage) -> int:
     """Level-0 files once RocksDB has no flush or compaction running or pending."""
     deadline = time.monotonic() + 30
-    busy = ("rocksdb.num-running-flushes", "rocksdb.num-running-compactions", "rocksdb.compaction-pending")
-    while any(storage.db.property_int_value(name) for name in busy):
+    while any(storage.db.property_int_value(name) for name in rocksdb._BUSY_PROPERTIES):
         assert time.monotonic() < deadline, "RocksDB kept compacting for 30 s"
         time.sleep(0.05)
     return int(storage.db.property_int_value("rocksdb.num-files-at-level0"))
@@ -248,12 +248,16 @@ def test_rocksdb_compact_merges_level0_and_leaves_the_trigger_at_8_files(tmp_pat
         assert _settled_level0_files(storage) == 7
     finally:
         storage.close()
-    # A process that dies while compact() waits on RocksDB (its sleep exits at once).
+    # A process that dies in compact() right after it lowered the trigger.
     dies = (
         "import os, sys\n"
         "from cortex.storage import rocksdb\n"
         "storage = rocksdb.open_rocksdb(sys.argv[1], read_only=False, cache_mb=8, sync=False)\n"
-        "rocksdb.time.sleep = lambda seconds: os._exit(3)\n"
+        "class Dies:\n"
+        "    def __init__(self, db): self.db = db\n"
+        "    def __getattr__(self, name): return getattr(self.db, name)\n"
+        "    def set_options(self, options): self.db.set_options(options); os._exit(3)\n"
+        "storage.db = Dies(storage.db)\n"
         "storage.compact()\n"
     )
     assert subprocess.run([sys.executable, "-c", dies, path], timeout=60).returncode == 3
