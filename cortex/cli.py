@@ -11,7 +11,7 @@ store's life.
     cortex stats STORE                   what the store holds
     cortex verify STORE                  check the whole store (exit 1 on problems)
     cortex rebuild STORE                 recreate the derived keys
-    cortex optimize STORE                pack hot objects' frame entries for faster first reads
+    cortex optimize STORE                pack hot objects' frame entries, merge the newest files
     cortex bench                         the benchmark harness on a temporary store
     cortex demo                          a small agent's store, explained
 
@@ -378,15 +378,16 @@ def rebuild(store: str, actor: str | None, as_json: bool) -> int:
     return _report_problems(damage, as_json, "damage", f"rebuilt; {len(damage)} problem(s) left in canonical records")
 
 
-@cli.command(short_help="Pack hot objects' frame entries for faster first reads.", epilog=_epilog("cortex optimize ./store"))
+@cli.command(short_help="Pack hot objects' frame entries and compact the store.", epilog=_epilog("cortex optimize ./store"))
 @_store_argument
 @_actor_option
 @_json_option
 def optimize(store: str, actor: str | None, as_json: bool) -> int:
     """Pack the frame entries of every hot object (a verb and object filed under by
     thousands of memories) into a few large values, so the first context() on it
-    reads them at once. Run it after a bulk load or now and then; answers never
-    change, and nothing is journaled (the root stays the same)."""
+    reads them at once, then merge the store's newest files into the levels below,
+    so every scan seeks fewer of them. Run it after a bulk load or now and then;
+    answers never change, and nothing is journaled (the root stays the same)."""
     with _open(store, actor, write=True) as c:
         done = c.optimize()
     if as_json:
