@@ -89,8 +89,7 @@ _Files = tuple[tuple[str, int, int, int], ...]
 # showed, but a store at rest keeps them; `compact()` (`optimize()`) merges them.
 _LEVEL0_COMPACTION_TRIGGER = 8
 
-# What `compact()` waits on, and how often it looks.
-_BUSY_PROPERTIES = ("rocksdb.num-running-flushes", "rocksdb.num-running-compactions", "rocksdb.compaction-pending")
+# How often `compact()` looks whether RocksDB has merged level 0.
 _COMPACTION_POLL_S = 0.02
 
 
@@ -389,20 +388,22 @@ class RocksStorage:
         RocksDB's own level-0 compaction does the merge, started by a trigger of 1
         file for the duration: it rewrites level 0 and the base level only (5 s at
         1M), where a manual compaction of the whole key range would rewrite every
-        level (11 s). Returns once RocksDB has no flush or compaction running or
-        pending, or when the handle is closed meanwhile.
+        level (11 s). Returns once no file that level 0 held at the call is left in
+        it (what RocksDB then schedules below runs on in the background, and files a
+        writer flushes meanwhile need not wait), or when the handle is closed
+        meanwhile.
         """
         if self.read_only:
             return 0
         try:
             self.db.flush()
-            files = self.db.property_int_value("rocksdb.num-files-at-level0") or 0
-            if not files:
+            level0 = self._level0_files()
+            if not level0:
                 return 0
             errors = self.db.property_int_value("rocksdb.background-errors")
             self.db.set_options({"level0_file_num_compaction_trigger": "1"})
             try:
-                while any(self.db.property_int_value(name) for name in _BUSY_PROPERTIES):
+                while level0 & self._level0_files():
                     if self.db.property_int_value("rocksdb.background-errors") != errors:
                         raise StoreError(f"RocksDB failed to compact {self.location!r}; see its LOG file")
                     time.sleep(_COMPACTION_POLL_S)
@@ -415,7 +416,10 @@ class RocksStorage:
             if self._closed:
                 return 0  # closed by another thread meanwhile
             raise StoreError(f"cannot compact {self.location!r}: {exc}") from None
-        return int(files)
+        return len(level0)
+
+    def _level0_files(self) -> set[str]:
+        return {file["name"] for file in self.db.live_files() if file["level"] == 0}
 
     def all_items(self) -> dict[bytes, bytes]:
         """Every key and value of the store (tests and tools; small stores)."""

@@ -22,7 +22,6 @@ import pytest
 
 import cortex
 from cortex.records import META_JOURNAL
-from cortex.storage import rocksdb
 from cortex.storage.postgres import PostgresStorage, open_postgres
 from cortex.storage.rocksdb import RocksStorage, open_rocksdb
 from pgproxy import FaultProxy, dsn_via
@@ -183,7 +182,8 @@ def test_rocksdb_writes_a_batch_in_key_order(tmp_path) -> None:
 def _settled_level0_files(storage: RocksStorage) -> int:
     """Level-0 files once RocksDB has no flush or compaction running or pending."""
     deadline = time.monotonic() + 30
-    while any(storage.db.property_int_value(name) for name in rocksdb._BUSY_PROPERTIES):
+    busy = ("rocksdb.num-running-flushes", "rocksdb.num-running-compactions", "rocksdb.compaction-pending")
+    while any(storage.db.property_int_value(name) for name in busy):
         assert time.monotonic() < deadline, "RocksDB kept compacting for 30 s"
         time.sleep(0.05)
     return int(storage.db.property_int_value("rocksdb.num-files-at-level0"))
