@@ -90,11 +90,11 @@ class Storage(Protocol):
         ...
 
     def compact(self) -> int:
-        """(Writers) leave the stored data in the shape that reads find fastest, and
-        return when it is there; `optimize()` calls it last. Returns how many of the
-        backend's files it merged (RocksDB: its level-0 files; PostgreSQL keeps one
-        B-tree, which its own autovacuum tends, and merges none). Reads and writes may
-        go on meanwhile."""
+        """(Writers) merge the files that each read would otherwise look through one
+        by one, and return when they are merged; `optimize()` calls it last. Returns
+        how many it merged (RocksDB: its level-0 files; PostgreSQL keeps one B-tree,
+        which its own autovacuum tends, and merges none). Reads and writes may go on
+        meanwhile."""
         ...
 
     def close(self) -> None:

@@ -386,7 +386,7 @@ class RocksStorage:
         against 0.55 (benchmarks/RESULTS.md, fourteenth pass).
 
         RocksDB's own level-0 compaction does the merge, started by a trigger of 1
-        file for the duration: it rewrites level 0 and the base level only (5 s at
+        file for the duration: it rewrites level 0 and the base level only (4 s at
         1M), where a manual compaction of the whole key range would rewrite every
         level (11 s). Returns once no file that level 0 held at the call is left in
         it (what RocksDB then schedules below runs on in the background, and files a
