@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -204,6 +205,9 @@ class RocksStorage:
         self._files_seen: _Files = ()
         self._folder_seen = (-1, 0)  # the folder's time and when its entries were read
         self._closed = False
+        # One compact() at a time: each sets RocksDB's level-0 trigger back when it
+        # ends, which would leave another still waiting under a trigger of 8.
+        self._compacting = threading.Lock()
         if read_only:
             _remove_stale_secondaries()
             self.db = self._open_whole_secondary()
@@ -395,6 +399,10 @@ class RocksStorage:
         """
         if self.read_only:
             return 0
+        with self._compacting:
+            return self._compact_level0()
+
+    def _compact_level0(self) -> int:
         try:
             self.db.flush()
             level0 = self._level0_files()
