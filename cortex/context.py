@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import heapq
 import json
+import operator
 import struct
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import Any, cast
@@ -53,7 +54,7 @@ from .index.entry import Columns
 from .memory import Memory
 from .model import Edge, MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, from_micros, json_value, to_micros
 from .salience.score import DEFAULT_WEIGHTS, Weights, live_scores
-from .records import FLAG_CONTRADICTED, FLAG_SUPERSEDED, IV_FLAGS, head_key
+from .records import FLAG_CONTRADICTED, FLAG_SUPERSEDED, IV_FLAGS, head_keys
 
 DEFAULT_BUDGET_TOKENS = 3000
 MAX_BUDGET_TOKENS = 4000
@@ -491,33 +492,43 @@ def _outcome_values(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evalu
     assert plan.verb is not None
     if scope is not None and not scope.may_admit_type(MemoryType.EVENT):
         return []  # no Event is in scope: do not walk the object's whole history
-    refs = sorted({ref for _, ref in plan.objects})
-    streams = [
-        ((actor_obj.created_of(k), v) for k, v in e.storage.scan_items_backward(actor_obj.prefix(plan.verb, ref)))
-        for ref in refs
-    ]
-    newest_first = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=lambda item: -item[0])
+    prefixes = [actor_obj.prefix(plan.verb, ref) for ref in sorted({ref for _, ref in plan.objects})]
+    if e.newest is None:
+        streams: list[Generator[tuple[int, bytes], None, None]] = [_scanned_backward(e, prefix) for prefix in prefixes]
+    else:
+        streams = [e.newest.newest(prefix, e.storage) for prefix in prefixes]
+    # Entries of one creation time may come in any order: the loop takes all of them.
+    newest_first = streams[0] if len(streams) == 1 else heapq.merge(*streams, reverse=True)
     chosen: dict[bytes, tuple[int, bytes]] = {}
     cutoff = None
-    read = 0
-    for created, value in newest_first:
-        read += 1
-        if cutoff is not None and created < cutoff:
-            break  # everything still to come is older than the limit-th newest
-        raw_id = value[:16]
-        expires = entry.expires_of(value)
-        if raw_id in chosen or 0 < expires <= plan.now or raw_id in pinned_ids:
-            continue
-        if scope is not None and not scope.admits_value(e.storage, value):
-            continue
-        if value[IV_FLAGS] & FLAG_SUPERSEDED and not plan.include_superseded:
-            continue  # stale: a later memory takes its place in the limit
-        chosen[raw_id] = (created, value)
-        if cutoff is None and len(chosen) >= plan.outcome_limit:
-            cutoff = created
-    e.entries_scanned += read
+    try:
+        for created, value in newest_first:
+            if cutoff is not None and created < cutoff:
+                break  # everything still to come is older than the limit-th newest
+            raw_id = value[:16]
+            expires = entry.expires_of(value)
+            if raw_id in chosen or 0 < expires <= plan.now or raw_id in pinned_ids:
+                continue
+            if scope is not None and not scope.admits_value(e.storage, value):
+                continue
+            if value[IV_FLAGS] & FLAG_SUPERSEDED and not plan.include_superseded:
+                continue  # stale: a later memory takes its place in the limit
+            chosen[raw_id] = (created, value)
+            if cutoff is None and len(chosen) >= plan.outcome_limit:
+                cutoff = created
+    finally:
+        for stream in streams:
+            stream.close()  # `newest` keeps what each read; a scan lets its iterator go
     newest = sorted(chosen.items(), key=lambda kv: (-kv[1][0], kv[0]))[: plan.outcome_limit]
     return [value for _, (_, value) in newest]
+
+
+def _scanned_backward(e: Engine, prefix: bytes) -> Generator[tuple[int, bytes], None, None]:
+    """The entries under an outcomes-tier prefix as (created, value), newest first,
+    from storage (backends without `Engine.newest`)."""
+    for key, value in e.storage.scan_items_backward(prefix):
+        e.entries_scanned += 1
+        yield actor_obj.created_of(key), value
 
 
 def _frame_relevant(e: Engine, plan: _Plan) -> list[_Block]:
@@ -550,6 +561,50 @@ def _frame_relevant(e: Engine, plan: _Plan) -> list[_Block]:
                 continue
         blocks.append(_Block(values, by_id=True))
     return blocks
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidates:
+    """The blocks of a call joined (`cols`), each row's tier (its index in
+    `_TIER_ORDER`), the rows of the pinned tier, and the mask of the first copy of
+    each id (None: no id is in two blocks). The arrays are read-only: a handle's
+    `JoinedCalls` keeps them for later calls on the same blocks."""
+
+    cols: Columns
+    tiers: np.ndarray
+    pinned: np.ndarray
+    first: np.ndarray | None
+
+
+# What `JoinedCalls` counts for a row of a call's candidates: its joined copy (14
+# columns), its masks, and the cached row its key keeps alive.
+_ROW_BYTES = 128
+
+
+def _candidates(e: Engine, blocks: list[_Block], included: list[Tier], counts: list[int]) -> _Candidates:
+    """The `_Candidates` of `blocks`: from the handle's `JoinedCalls` when an earlier
+    call had the same blocks (the same cached columns, the same raw values), else
+    joined and kept there. Calls of `JOINED_BELOW_ROWS` candidates or more (a hot
+    frame's) are joined each time: their columns are joined lazily, and kept, their
+    masks and the frames their keys hold cost the 10M query mix more than they saved."""
+    joins = e.joins if sum(counts) < hot.JOINED_BELOW_ROWS else None
+    if joins is not None:
+        key = (tuple(included), tuple(counts), tuple(b.rows if isinstance(b.rows, Columns) else tuple(b.rows) for b in blocks))
+        found = joins.get(key)
+        if found is not None:
+            return cast(_Candidates, found)
+    cols = _joined(blocks)
+    tiers = np.repeat(np.array([_TIER_ORDER.index(t) for t in included], dtype=np.int8), counts)
+    first = None
+    if len(blocks) > 1:
+        first = _first_of_each_id(cols) if len(cols) <= _SORT_DEDUP_ROWS else _later_copies(_block_views(cols, blocks))
+    made = _Candidates(cols, tiers, tiers == _TIER_ORDER.index(Tier.PINNED), first)
+    if joins is not None:
+        for array in (made.tiers, made.pinned, made.first):
+            if array is not None:
+                array.flags.writeable = False
+        joins.put(key, made, len(cols) * _ROW_BYTES)
+    return made
 
 
 # ---------------------------------------------------------------------------
@@ -597,6 +652,9 @@ def _uris(types: list[int], raw_ids: list[bytes], versions: list[int]) -> list[s
     return [made[k] if uri is None else uri for k, uri in zip(keys, found)]
 
 
+_SORT_KEY = operator.itemgetter(0)
+
+
 def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) -> Bundle:
     journal, journal_at = e.view_state()
     root = journal.root.hex()
@@ -623,22 +681,20 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
                 found = _frame_relevant(e, plan)
             blocks += found
             counts.append(sum(len(b) for b in found))
-        cols = _joined(blocks)
+        candidates = _candidates(e, blocks, included, counts)
     except (ValueError, struct.error) as exc:  # a value of the wrong size
         raise _corrupt_index(e, plan, str(exc)) from None
+    cols, tiers = candidates.cols, candidates.tiers
     facts = cols.facts()
     if not facts.sound:
         raise _corrupt_index(e, plan, "type or version out of range")
     if journal_at is not None and facts.max_created > journal_at:
         raise TornView("a memory newer than the view's last journal entry")
-    tiers = np.repeat(np.array([_TIER_ORDER.index(t) for t in included], dtype=np.int8), counts)
     keep = _live(cols, plan.now)
     if scope is not None:
         keep &= scope.mask(e.storage, cols["id_hi"], cols["id_lo"], cols["type"])
-    if len(blocks) > 1:
-        first = _first_of_each_id(cols) if len(cols) <= _SORT_DEDUP_ROWS else _later_copies(_block_views(cols, blocks))
-        if first is not None:
-            keep &= first
+    if candidates.first is not None:
+        keep &= candidates.first
     stale = _Stale.empty()
     if not plan.include_superseded and facts.flags & FLAG_SUPERSEDED:
         superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0
@@ -646,7 +702,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         keep &= ~superseded
     # Scored before the drop: a hot frame's columns are scored in place, and only
     # the scores of the rows kept are copied (not the four columns scoring reads).
-    scores = _scores(cols, tiers == _TIER_ORDER.index(Tier.PINNED), plan.now, weights)
+    scores = _scores(cols, candidates.pinned, plan.now, weights)
     if not keep.all():
         kept = entry.Rows.of(keep)
         cols, tiers, scores = cols.take(kept), kept.apply(tiers), kept.apply(scores)
@@ -659,7 +715,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     # Read and render the survivors only: one multi-get of the heads not in view.
     keep = trim.survivors
     chosen = cols.take(keep)
-    keys = [head_key(raw_id) for raw_id in chosen.ids()]
+    keys = head_keys(chosen.ids())
     memories: dict[int, list[tuple[tuple[Any, ...], Memory]]] = {0: [], 1: [], 2: []}
     rendered: dict[str, str] = {}
     outcome_tier = _TIER_ORDER.index(Tier.OUTCOMES)
@@ -671,10 +727,11 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
                 raise TornView("an index entry and its head disagree")
             detail = "an index entry names a memory with no head" if memory is None else "an index entry and its head disagree on the version"
             raise _corrupt_index(e, plan, detail, key)
-        rendered[memory.id] = memory.form(plan.form)
-        sort_key: tuple[Any, ...] = (-created, -score, memory.id) if tier == outcome_tier else (-score, memory.id)
+        memory_id = memory.id
+        rendered[memory_id] = memory.form(plan.form)
+        sort_key: tuple[Any, ...] = (-created, -score, memory_id) if tier == outcome_tier else (-score, memory_id)
         memories[tier].append((sort_key, memory))
-    ordered = {t: [m for _, m in sorted(items, key=lambda x: x[0])] for t, items in memories.items()}
+    ordered = {t: [m for _, m in sorted(items, key=_SORT_KEY)] for t, items in memories.items()}
 
     return Bundle(
         pinned=ordered[0],

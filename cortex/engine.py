@@ -68,7 +68,8 @@ from .records import (
 from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
 from .scope import ScopeState
-from .index.hot import HotFrames
+from .index.hot import HotFrames, JoinedCalls
+from .index.newest import NewestEvents
 from .index.packs import FramePacks
 from .storage import Batch, Storage, is_dsn
 from .workers import FormsPool
@@ -213,6 +214,10 @@ class Engine:
         # Decoded frame entries of hot objects (`cortex.index.hot`); none where reads
         # can see other processes' commits without a refresh.
         self.hot = None if storage.live_reads else HotFrames()
+        # The newest entries of outcomes-tier prefixes (`cortex.index.newest`), same rule.
+        self.newest = None if storage.live_reads else NewestEvents()
+        # The joined candidates of recent calls (`cortex.index.hot.JoinedCalls`), same rule.
+        self.joins = None if storage.live_reads else JoinedCalls()
         # Views of current heads by key (`cortex.memory.CurrentHeads`), same rule.
         self.heads = None if storage.live_reads else CurrentHeads.for_cache(options.cache_mb)
         # Packed frame prefixes and their bounds (`cortex.index.packs`), same rule.
@@ -329,6 +334,8 @@ class Engine:
                     raise
                 self._view_whole = whole
                 self._weights = None  # feedback may have changed them: read them again
+                if self.newest is not None:
+                    self.newest.clear()  # a new Event may sort anywhere under its prefix
                 kept = whole and was_whole and not (reopen or torn) and epoch is not None and epoch == self.cache_epoch
                 if not kept:
                     self.drop_caches()
@@ -338,15 +345,21 @@ class Engine:
     @property
     def index_entries_read(self) -> int:
         """Index entries `context()` has read from storage over the handle's life (the
-        benchmark harness reports it per call): the scans, and the new rows a
-        follower's hot-frame cache read after a catch-up."""
-        return self.entries_scanned + (0 if self.hot is None else self.hot.entries_read)
+        benchmark harness reports it per call): the scans, the outcomes tier's reads
+        past what `newest` holds, and the new rows a follower's hot-frame cache read
+        after a catch-up."""
+        return (self.entries_scanned + (0 if self.hot is None else self.hot.entries_read)
+                + (0 if self.newest is None else self.newest.entries_read))
 
     def drop_caches(self) -> None:
         """Forget what mirrors the stored keys (the view is moving or closing)."""
         self._weights = None
         if self.hot is not None:
             self.hot.clear()
+        if self.newest is not None:
+            self.newest.clear()
+        if self.joins is not None:
+            self.joins.clear()
         if self.heads is not None:
             self.heads.clear()
 
@@ -399,7 +412,7 @@ class Engine:
         from `heads` where it has them, one multi-get for the rest. Call inside `read()`."""
         if self.heads is None:
             return [None if raw is None else self.views.view(key, raw) for key, raw in zip(keys, self.storage.multi_get(keys))]
-        found = [self.heads.get(key) for key in keys]
+        found = self.heads.get_many(keys)
         missing = [key for key, memory in zip(keys, found) if memory is None]
         if missing:
             texts = encode_ids([key[len(HEAD_PREFIX):] for key in missing])
@@ -534,5 +547,7 @@ class Engine:
         self.cache_epoch = epoch
         if self.hot is not None:
             self.hot.observe(puts)
+        if self.newest is not None:
+            self.newest.observe(puts)
         if self.packs is not None:
             self.packs.observe(puts)

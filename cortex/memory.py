@@ -285,8 +285,10 @@ class CurrentHeads:
     def __len__(self) -> int:
         return len(self._views)
 
-    def get(self, key: bytes) -> Memory | None:
-        return self._views.get(key)
+    def get_many(self, keys: list[bytes]) -> list[Memory | None]:
+        """The view of each key (None where there is none)."""
+        get = self._views.get
+        return [get(key) for key in keys]
 
     def put(self, key: bytes, memory: Memory) -> None:
         with self._lock:
@@ -351,7 +353,11 @@ _DERIVE: dict[str, Callable[[Memory], Any]] = {
 assert set(_DERIVE) == set(FIELDS)
 
 def _field_property(name: str) -> property:
-    return property(lambda self: self._get(name))
+    def get(self: Memory) -> Any:
+        fields = self._fields  # a field decoded once is read without a second call
+        return fields[name] if name in fields else self._get(name)
+
+    return property(get)
 
 
 for _name in FIELDS:

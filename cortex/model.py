@@ -83,8 +83,10 @@ def _parse_member(cls: type[_Member], value: object, field_name: str, error: typ
     """A member of a closed set from itself or its lower-case name; `error` otherwise."""
     if isinstance(value, cls):
         return value
-    if isinstance(value, str) and value.islower() and value.upper() in cls.__members__:
-        return cls[value.upper()]
+    if isinstance(value, str) and value.islower():
+        member = cls._member_map_.get(value.upper())  # (`__members__` makes a new proxy per call)
+        if member is not None:
+            return cast(_Member, member)
     names = ", ".join(member.name.lower() for member in cls)
     raise error(field_name, f"unknown {label} {shown(value)}; must be one of {names}", value)
 

@@ -67,7 +67,7 @@ from .model import (
     to_micros,
 )
 from .salience.score import live_scores
-from .records import FLAG_SUPERSEDED, head_key, unpack_head
+from .records import FLAG_SUPERSEDED, head_keys, unpack_head
 from .scope import Refusal, SignedScope, capped_budget, check_signed, memory_frames, verify
 from .writes import report_violation, touch
 
@@ -283,7 +283,7 @@ def _collect(e: Engine, rows: np.ndarray, tags: tuple[str, ...], predicate: Pred
     for start in range(0, len(rows), _CHUNK):
         chunk = rows[start : start + _CHUNK]
         ids = entry.ids_of(chunk)
-        keys = [head_key(i) for i in ids]
+        keys = head_keys(ids)
         for raw_id, key, raw, tokens in zip(ids, keys, e.storage.multi_get(keys), chunk[token_field].tolist()):
             if raw is None:
                 continue

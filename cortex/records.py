@@ -90,6 +90,10 @@ def head_key(raw_id: bytes) -> bytes:
     return HEAD_PREFIX + raw_id
 
 
+def head_keys(raw_ids: list[bytes]) -> list[bytes]:
+    return [HEAD_PREFIX + raw_id for raw_id in raw_ids]
+
+
 def version_key(raw_id: bytes, version: int) -> bytes:
     return VERSION_PREFIX + raw_id + version.to_bytes(8, "big")
 

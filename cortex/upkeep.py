@@ -12,6 +12,7 @@ against the entries and `rebuild()` recreates.
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import islice
 from typing import NamedTuple
 
 from . import index
@@ -23,7 +24,7 @@ from .journal import EDGE_KINDS, SCOPE_KINDS, HeadFacts, chain, entry_problem, n
 from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
 from .scope import GRANT_PREFIXES, Grants
-from .index import hot, packs
+from .index import actor_obj, hot, packs
 from .index.entry import Columns
 from .storage import scan_keys
 from .records import (
@@ -213,6 +214,22 @@ def _verify_hot(e: Engine, problems: list[str]) -> None:
             problems.append(f"{_show(prefix)}: this handle's cache of the entries under it differs from the stored entries")
 
 
+def _verify_newest(e: Engine, problems: list[str]) -> None:
+    """The handle's newest outcomes-tier entries (`cortex.index.newest`) against a
+    backward scan of each prefix: the same first entries, and all of them when it
+    says so."""
+    if e.newest is None:
+        return
+    for prefix in e.newest.prefixes():
+        cached = e.newest.cached(prefix)
+        if cached is None:
+            continue
+        items, complete = cached
+        stored = [(actor_obj.created_of(key), value) for key, value in islice(e.storage.scan_items_backward(prefix), len(items) + 1)]
+        if stored[: len(items)] != items or (complete and len(stored) > len(items)):
+            problems.append(f"{_show(prefix)}: this handle's newest entries under it differ from the stored entries")
+
+
 def _verify_heads(e: Engine, problems: list[str]) -> None:
     """The handle's views of current heads (`cortex.memory.CurrentHeads`) against
     the stored heads."""
@@ -265,6 +282,7 @@ def _verify_into(e: Engine, problems: list[str]) -> None:
             problems.append(f"{_show(key)}: missing entry")
         _verify_packs(e, problems)
         _verify_hot(e, problems)
+        _verify_newest(e, problems)
         _verify_heads(e, problems)
         _verify_weights(e, problems)
         if e.storage.get(META_CLOCK_HIGH) != (encode_clock_high(high) if head.seq else None):
@@ -322,6 +340,7 @@ def rebuild(e: Engine) -> list[str]:
         if e.packs is not None:
             for tail in packed:
                 e.write(packs.pack_batch(e.storage, packs.prefix_of(tail)), keeps_caches=True)
+        e.drop_caches()  # the handle's caches are read again too, one `verify()` named included
     return problems
 
 

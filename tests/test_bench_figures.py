@@ -97,14 +97,12 @@ def test_the_scan_counter_counts_the_index_entries_a_call_reads(store, report, d
         assert timed_call(c, {}).entries_read == pinned
         assert timed_call(c, {"budget_tokens": 500}).entries_read == 0
         assert c._engine.index_entries_read == pinned
-    hottest = max(f["entries"] for f in report["hot_frame"]["hot_frames"])
     scans = report["index_entries_read"]
-    # A call reads at most the pinned tier, the whole frame and its Events again (the
-    # outcomes tier: Events under the verb and ref, a subset of the frame's memories).
-    assert 0 < scans["hot"]["p50"] <= scans["hot"]["max"] <= pinned + 2 * hottest
-    coldest = max(f["entries"] for f in report["hot_frame"]["cold_frames"])
-    assert 0 < scans["cold"]["p50"] <= scans["cold"]["max"] <= pinned + 2 * coldest
-    assert 0 < scans["mix"]["p50"] <= scans["mix"]["p99"] <= scans["mix"]["max"]
+    # After the hot-frame figure's warm-up round, each frame's entries and the newest
+    # of its Events come from the handle's caches: no timed call reads an entry.
+    assert scans["hot"]["max"] == scans["cold"]["max"] == 0
+    # The mix's first pass reads the objects the warm-up did not touch.
+    assert 0 <= scans["mix"]["p50"] <= scans["mix"]["p99"] <= scans["mix"]["max"] and scans["mix"]["max"] > 0
 
 
 def test_the_reader_beside_a_writer_reads_a_copy_the_writer_grows(store, report, direct):

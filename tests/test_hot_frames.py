@@ -1,9 +1,10 @@
 """Hot objects (the hot-frames issue): the cache of decoded frame entries and the
 partial ranking of the trim give exactly the bundle of a full scan and a full sort.
 
-`context()` keeps the decoded entries of large frame prefixes per handle
-(`cortex.index.hot`) and ranks only the best candidates when it trims. Neither may
-change an answer: on random stores built to have hot objects shared by several
+`context()` keeps the decoded entries of frame prefixes per handle
+(`cortex.index.hot`) and the newest entries it read under outcomes-tier prefixes
+(`cortex.index.newest`), and ranks only the best candidates when it trims. None of
+them may change an answer: on random stores built to have hot objects shared by several
 queried objects, score ties, expiring and tombstoned memories, superseded and
 contradicting ones, learned weights and writes between calls, every bundle equals
 the bundle of the same call with no cache, and its trim equals the trim DESIGN §6
@@ -145,16 +146,17 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
         uris: list[str] = []
         _write_some(c, clock, rng, rng.randint(20, 120), uris)
         engine = c._engine
-        cache = HotFrames(min_rows=1)  # every prefix counts as hot
-        heads = engine.heads
+        cache, heads, newest, joins = HotFrames(min_rows=1), engine.heads, engine.newest, engine.joins
+        newest_kept = 0
         for round_ in range(3):
             for _ in range(6):
                 query = _query(rng)
                 _weigh(engine, rng)
-                engine.hot, engine.heads = cache, heads
+                engine.hot, engine.heads, engine.newest, engine.joins = cache, heads, newest, joins
                 _fast_paths(True, first_ranked, sort_dedup_rows, gather_share)
                 cached = c.context(**query)
-                engine.hot = engine.heads = None
+                newest_kept = max(newest_kept, len(newest))
+                engine.hot = engine.heads = engine.newest = engine.joins = None
                 _fast_paths(False)
                 scanned = c.context(**query)
                 assert _everything(cached) == _everything(scanned), query
@@ -164,15 +166,15 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
                 assert scanned.total_tokens == total and scanned.trimmed == len(scanned.scores) - len(survivors)
                 assert list(scanned.dropped_ids) == sorted(set(scanned.scores) - set(survivors), key=lambda i: (-scanned.scores[i], _neg(i)))
                 if rng.random() < 0.5:  # new memories alone: cached prefixes gain rows at their end
-                    engine.hot, engine.heads = cache, heads
+                    engine.hot, engine.heads, engine.newest, engine.joins = cache, heads, newest, joins
                     vars(engine).pop("weights", None)
                     for _ in range(rng.randint(1, 3)):
                         clock.now = min(clock.now + timedelta(hours=rng.choice((0, 1, 30))), NOW - timedelta(days=2))
                         uris.append(c.write(_memory(rng, len(uris)), frames=_frames(rng), importance=rng.choice((4, 5, 6))))
-            engine.hot, engine.heads = cache, heads
+            engine.hot, engine.heads, engine.newest, engine.joins = cache, heads, newest, joins
             vars(engine).pop("weights", None)
             _write_some(c, clock, rng, rng.randint(1, 30), uris)  # the caches follow these writes
-        assert len(cache) > 0 and len(heads) > 0
+        assert len(cache) > 0 and len(heads) > 0 and newest_kept > 0 and len(joins) > 0
 
 
 def _weigh(engine, rng: random.Random) -> None:
@@ -188,7 +190,7 @@ def _neg(memory_id: str) -> tuple[int, ...]:
     return tuple(-ord(ch) for ch in memory_id)
 
 
-def test_a_hot_prefix_is_cached_once_it_is_large_and_reads_no_entries_after(tmp_path):
+def test_every_prefix_is_cached_once_read_and_reads_no_entries_after(tmp_path):
     clock = FakeClock()
     with open_store(tmp_path / "s", clock) as c:
         c.write_many([cortex.Write(Fact(statement=f"f{i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", "gpu"),))
@@ -201,11 +203,17 @@ def test_a_hot_prefix_is_cached_once_it_is_large_and_reads_no_entries_after(tmp_
         again = c.context(**ask)
         assert engine.index_entries_read == read  # 600 frame entries, all from the cache; no pinned tier entries
         assert again.to_json() == first.to_json()
-        c.context(verb="acquire", objects={"service": "tiny"}, now=NOW)
-        assert engine.index_entries_read == read + 1  # a small prefix is read each time
+        for _ in range(2):
+            c.context(verb="acquire", objects={"service": "tiny"}, now=NOW)
+            assert engine.index_entries_read == read + 1  # a small prefix is read once too
+        kept, engine.hot = engine.hot, HotFrames(min_rows=2)
+        for n in (2, 3):
+            c.context(verb="acquire", objects={"service": "tiny"}, now=NOW)
+            assert engine.index_entries_read == read + n  # one smaller than `min_rows` is read each time
+        engine.hot = kept
         new = c.write(Fact(statement="newest", subject="s", predicate="p"), frames=[Frame("acquire", "service", "gpu")], importance=10)
         after = c.context(**ask)
-        assert engine.index_entries_read == read + 1 and after.candidates == 601
+        assert engine.index_entries_read == read + 3 and after.candidates == 601
         assert new.rsplit("/", 1)[1].split("#")[0] in after.scores
 
 
@@ -375,7 +383,7 @@ def test_a_follower_that_keeps_its_caches_answers_as_one_with_none(tmp_path_fact
         _write_some(w, clock, rng, rng.randint(10, 40), uris)
         with open_store(path, clock, mode="r") as r:
             engine = r._engine
-            cache, heads = HotFrames(min_rows=1), engine.heads
+            cache, heads, newest, joins = HotFrames(min_rows=1), engine.heads, engine.newest, engine.joins
             kept = 0
             for round_ in range(8):
                 roll = 0.0 if round_ == 1 else rng.random()
@@ -390,18 +398,18 @@ def test_a_follower_that_keeps_its_caches_answers_as_one_with_none(tmp_path_fact
                     upkeep.optimize(w._engine, min_rows=2)
                 else:
                     w.rebuild()
-                engine.hot, engine.heads = cache, heads
+                engine.hot, engine.heads, engine.newest, engine.joins = cache, heads, newest, joins
                 had = len(cache)
                 r.refresh()
                 kept += had > 0 and len(cache) == had
                 for _ in range(4):
                     query = _query(rng)
-                    engine.hot, engine.heads = cache, heads
+                    engine.hot, engine.heads, engine.newest, engine.joins = cache, heads, newest, joins
                     cached = r.context(**query)
-                    engine.hot = engine.heads = None
+                    engine.hot = engine.heads = engine.newest = engine.joins = None
                     plain = r.context(**query)
                     assert _everything(cached) == _everything(plain), query
-                engine.hot, engine.heads = cache, heads
+                engine.hot, engine.heads, engine.newest, engine.joins = cache, heads, newest, joins
                 assert r.verify() == []
             assert kept > 0
 
@@ -473,7 +481,8 @@ def test_the_cache_keeps_at_most_its_row_budget_least_recently_used_first(tmp_pa
         for ref in ("a", "b", "c"):
             c.write_many([cortex.Write(Fact(statement=f"{ref}{i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", ref),))
                           for i in range(10)])
-        cache = c._engine.hot = HotFrames(min_rows=5, max_rows=25)
+        # Room for the pinned tier's prefix (no rows) and two of the three frames.
+        cache = c._engine.hot = HotFrames(min_rows=5, max_rows=3 * hot_module.ENTRY_ROWS + 25)
         for ref in ("a", "b", "a", "c"):
             c.context(verb="acquire", objects={"service": ref}, now=NOW)
         frames = [p for p in cache.prefixes() if p.startswith(b"idx/frame/")]
@@ -499,6 +508,8 @@ def test_verify_compares_the_cache_with_the_stored_entries(tmp_path):
         cols["importance"][0] += 1  # what a cache that missed a write would hold
         shown = "idx/frame/" + prefix[len(b"idx/frame/"):].hex()
         assert c.verify() == [f"{shown}: this handle's cache of the entries under it differs from the stored entries"]
+        c.rebuild()
+        assert c.verify() == [] and len(cache) == 0
 
 
 @settings(max_examples=300, deadline=None)
@@ -693,3 +704,37 @@ def test_locate_finds_each_id_in_a_block_ordered_by_id(ref, asked, picked):
     column = lambda pairs, i: np.array([pair[i] for pair in pairs], dtype=np.uint64)  # noqa: E731
     rows = hot_module.locate(column(queries, 0), column(queries, 1), column(ordered, 0), column(ordered, 1))
     assert rows.tolist() == [where.get(pair, -1) for pair in queries]
+
+
+def test_a_call_on_the_same_blocks_takes_its_candidates_from_the_handle(tmp_path):
+    """`JoinedCalls`: a second call on the same objects in the same view joins nothing
+    again and answers the same; a write to one of its objects gives a new block, so
+    the next call joins afresh and shows the write; the kept arrays are read-only;
+    the byte budget drops the least recently used call first."""
+    clock = FakeClock()
+    with open_store(tmp_path / "s", clock) as c:
+        c.write_many(_facts(20) + _facts(5000, ref="big", start=20))
+        engine = c._engine
+        ask = {**GPU_ASK, "budget_tokens": 300}
+        big = {**GPU_ASK, "objects": {"service": "big"}, "budget_tokens": 300}
+        first = c.context(**ask)
+        c.context(**big)
+        assert len(engine.joins) == 1  # 5,000 candidates: joined (lazily) each time
+        [small_key] = list(engine.joins._calls)
+        kept = engine.joins.get(small_key)
+        assert c.context(**ask).to_json() == first.to_json() and len(engine.joins) == 1
+        assert not kept.tiers.flags.writeable and not kept.pinned.flags.writeable
+        assert c.context(**big).candidates == 5000 and len(engine.joins) == 1
+        new = c.write(Fact(statement="newest", subject="s", predicate="p"), frames=[Frame("acquire", "service", "gpu")], importance=10)
+        after = c.context(**ask)
+        assert after.candidates == 21 and new.rsplit("/", 1)[1].split("#")[0] in after.scores
+        assert len(engine.joins) == 2  # the old call's entry stands until the budget drops it
+        engine.joins = hot_module.JoinedCalls(max_bytes=1)
+        c.context(**ask)
+        assert len(engine.joins) == 0  # a call larger than the budget is not kept
+        engine.joins = hot_module.JoinedCalls(max_bytes=21 * context_module._ROW_BYTES + 10)
+        c.context(**ask)
+        c.context(**{**ask, "budget_tokens": 100})  # the same blocks: the same entry
+        [key] = list(engine.joins._calls)
+        c.context(**{**ask, "include_tiers": ["frame_relevant"]})  # 21 rows more: the first goes
+        assert len(engine.joins) == 1 and list(engine.joins._calls) != [key]

@@ -195,17 +195,21 @@ class Columns:
     a sixth of the cost of gathering 60,000 rows by index.
     """
 
-    __slots__ = ("_base", "_rows", "_runs", "_got", "_facts", "_split")
+    __slots__ = ("_base", "_rows", "_runs", "_got", "_facts", "_ids", "_split")
 
     def __init__(self, data: Mapping[str, np.ndarray], rows: np.ndarray | None = None,
                  runs: list[tuple[int, int]] | None = None) -> None:
-        self._base = data  # a dict, or a `_Joined` of parts
+        # A dict, or a `_Joined` of parts (told apart by `type(...) is`: `_Joined` is a
+        # Mapping, and an isinstance check against it costs ~0.5 µs).
+        self._base = data
         self._rows = rows  # indexes into the base columns, or None for all of them
         self._runs = runs  # the same rows as (start, stop) slices of the base, when few
         self._got: Mapping[str, np.ndarray] = data if rows is None else {}
-        # Invariant: the arrays of a Columns are not changed once its facts are read
-        # (`cortex.index.hot.applied`, which rewrites values in place, returns a new one).
+        # Invariant: the arrays of a Columns are not changed once its facts or ids are
+        # read (`cortex.index.hot.applied`, which rewrites values in place, returns a
+        # new one).
         self._facts: Facts | None = None
+        self._ids: list[bytes] | None = None  # `ids()`, kept: every call reads the pinned tier's
         self._split: list[tuple[int, np.ndarray, np.ndarray]] | None = None  # `_Joined.split` of the rows
 
     @staticmethod
@@ -229,7 +233,7 @@ class Columns:
     def __len__(self) -> int:
         if self._rows is not None:
             return len(self._rows)
-        return self._base.rows if isinstance(self._base, _Joined) else len(self._base["id_hi"])
+        return self._base.rows if type(self._base) is _Joined else len(self._base["id_hi"])
 
     def facts(self) -> Facts:
         """The `Facts` of these rows (computed once; a joined set's from its parts')."""
@@ -241,7 +245,7 @@ class Columns:
     def parts(self) -> list[Columns]:
         """The sets of columns these rows are the concatenation of, in order: the parts
         of a lazy concat (`concat`), or this set alone."""
-        if self._rows is None and isinstance(self._base, _Joined):
+        if self._rows is None and type(self._base) is _Joined:
             return list(self._base.parts)
         return [self]
 
@@ -251,13 +255,13 @@ class Columns:
             rows = self._rows
             if rows is None:  # every column is in `_got`: an unknown name raises KeyError
                 return self._base[name]
-            if self._runs is None and isinstance(self._base, _Joined) and len(rows) * _GATHER_SHARE < self._base.rows:
+            if self._runs is None and type(self._base) is _Joined and len(rows) * _GATHER_SHARE < self._base.rows:
                 if self._split is None:
                     self._split = self._base.split(rows)
                 got = self._base.gather(name, self._split, len(rows))
             elif self._runs is None:
                 got = self._base[name][rows]
-            elif isinstance(self._base, _Joined):
+            elif type(self._base) is _Joined:
                 got = self._base.runs(name, self._runs)
             else:
                 got = Rows(rows, self._runs).apply(self._base[name])
@@ -279,7 +283,7 @@ class Columns:
         """Rows start..stop (views of the base columns when nothing was taken; a
         part's own rows when they lie in one part of a concat)."""
         if self._rows is None:
-            if isinstance(self._base, _Joined):
+            if type(self._base) is _Joined:
                 return self._base.slice(start, stop)
             if start == 0 and stop >= len(self):
                 return self
@@ -295,7 +299,10 @@ class Columns:
         return Columns(self._base, selector.picked, selector.runs)
 
     def ids(self) -> list[bytes]:
-        return ids_of(self)  # type: ignore[arg-type]
+        """The 16-byte ids of the rows, in row order (computed once; do not change the list)."""
+        if self._ids is None:
+            self._ids = ids_of(self)  # type: ignore[arg-type]
+        return self._ids
 
 
 class _Joined(Mapping[str, np.ndarray]):

@@ -3,11 +3,12 @@ every write of a handle.
 
 A `context()` call on an object with tens of thousands of memories spent most of its
 time reading and decoding that object's frame entries from storage (about 0.3 µs an
-entry). `HotFrames` keeps the decoded columns of the largest frame prefixes a handle
-has read: prefixes of at least `MIN_ROWS` entries, at most `MAX_ROWS` rows over all
-of them, the least recently used dropped first. A call on a cached prefix reads no
-index entry from storage. The pinned tier, which every call reads, is kept whatever
-its size (`store(..., always=True)`).
+entry), and a call on a small one spent a third of its time in the seek that starts
+its scan once other work had taken the CPU's caches. `HotFrames` keeps the decoded
+columns of the frame prefixes a handle has read: at most `MAX_ROWS` rows over all of
+them, each prefix counting `ENTRY_ROWS` more than it holds, the least recently used
+dropped first. A call on a cached prefix reads no index entry from storage. The
+pinned tier, which every call reads, is kept too.
 
 The invariant, stated once: a cached prefix holds exactly the index values stored
 under it in the handle's current view, one row per key, in key order (so by id).
@@ -47,11 +48,14 @@ from ..storage import Storage
 from . import frame, pinned
 from .entry import DTYPE, Columns, id_keys, last_id, start_after, unsound
 
-# A prefix smaller than this is scanned on each call (a few hundred entries cost
-# less than a tenth of a millisecond); larger ones are cached.
-MIN_ROWS = 512
+# A prefix smaller than this is scanned on each call, larger ones are cached: by
+# default every one (tests raise it to see the cache fill).
+MIN_ROWS = 0
 # A row is 63 bytes (the fields of an index value, native-endian): 1M rows are 63 MB.
 MAX_ROWS = 1_000_000
+# What a cached prefix costs beyond its rows, in rows: its arrays, their dict and
+# its cache entry take about 4 KB, so at most ~15,000 small prefixes are kept.
+ENTRY_ROWS = 64
 
 # A frame key is its prefix (namespace, verb, kind, 16-byte ref hash) and an id.
 PREFIX_SIZE = len(frame.PREFIX) + 2 + 16
@@ -78,7 +82,7 @@ class HotFrames:
         self.min_rows = min_rows
         self.max_rows = max_rows
         self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
-        self._rows = 0
+        self._rows = 0  # the rows held, and `ENTRY_ROWS` for each prefix
         self._lock = threading.Lock()
         # Moved by `appended()`: an entry of an older generation may lack new rows.
         self._generation = 0
@@ -115,13 +119,13 @@ class HotFrames:
     def store(self, prefix: bytes, cols: Columns, always: bool = False) -> None:
         """Keep the columns just read under `prefix` (all fields, in key order) if the
         prefix is large enough to be worth it, or `always`."""
-        if (len(cols) < self.min_rows and not always) or len(cols) > self.max_rows:
+        if (len(cols) < self.min_rows and not always) or len(cols) + ENTRY_ROWS > self.max_rows:
             return
         with self._lock:
             old = self._entries.pop(prefix, None)
-            self._rows -= 0 if old is None else len(old.cols)
+            self._rows -= 0 if old is None else len(old.cols) + ENTRY_ROWS
             self._entries[prefix] = _Entry(cols.materialized(), self._generation)
-            self._rows += len(cols)
+            self._rows += len(cols) + ENTRY_ROWS
             self._evict()
 
     def observe(self, puts: Mapping[bytes, bytes | None]) -> None:
@@ -166,7 +170,7 @@ class HotFrames:
                 new = None
             if new is None or unsound(new):
                 del self._entries[prefix]
-                self._rows -= len(cols)
+                self._rows -= len(cols) + ENTRY_ROWS
                 return False
             cached.cols = Columns.concat([cols, new]).materialized()
             self._rows += len(new)
@@ -176,7 +180,7 @@ class HotFrames:
     def _evict(self) -> None:
         while self._rows > self.max_rows and self._entries:
             _, oldest = self._entries.popitem(last=False)
-            self._rows -= len(oldest.cols)
+            self._rows -= len(oldest.cols) + ENTRY_ROWS
 
 
 def same(a: Columns, b: Columns) -> bool:
@@ -245,3 +249,61 @@ def applied(cols: Columns, pending: dict[bytes, bytes | None]) -> Columns:
         if not appended:  # new ids are the newest, so this is rare (an import, a clock set back)
             cols = cols.take(np.lexsort((cols["id_lo"], cols["id_hi"])))
     return cols
+
+
+# At most this many bytes over the calls `JoinedCalls` keeps, as its callers count
+# them (what an entry holds, and the blocks its key keeps alive), and calls of fewer
+# than `JOINED_BELOW_ROWS` candidates only: from 4096 rows a join is lazy
+# (`cortex.index.entry`) and a call gains little.
+JOINED_BYTES = 64 << 20
+JOINED_BELOW_ROWS = 4096
+
+
+class JoinedCalls:
+    """What `context()` made of the blocks of its recent calls (the joined candidates,
+    their tiers and which copies of an id go), keyed by the blocks themselves.
+
+    A call on the same objects as an earlier one, in the same view, gets the same
+    blocks: the very `Columns` objects this module's cache returned (a cached
+    prefix gets a new object at every change) and the same index values of the
+    outcomes tier. Joining them again gives the same rows, so a call whose key is
+    here takes them from here. The key holds its blocks, so no object id is reused
+    while an entry stands. Values are never changed once kept (the caller makes
+    their arrays read-only).
+    """
+
+    def __init__(self, max_bytes: int = JOINED_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._calls: OrderedDict[tuple[object, ...], tuple[object, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def get(self, key: tuple[object, ...]) -> object | None:
+        with self._lock:
+            found = self._calls.get(key)
+            if found is None:
+                return None
+            self._calls.move_to_end(key)
+            return found[0]
+
+    def put(self, key: tuple[object, ...], value: object, size: int) -> None:
+        """Keep `value` under `key`, counting `size` bytes (dropping the least recently
+        used entries while over `max_bytes`)."""
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._calls.pop(key, None)
+            self._bytes -= 0 if old is None else old[1]
+            self._calls[key] = (value, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes and self._calls:
+                _, (_, gone) = self._calls.popitem(last=False)
+                self._bytes -= gone
+
+    def clear(self) -> None:
+        with self._lock:
+            self._calls.clear()
+            self._bytes = 0
