@@ -585,8 +585,8 @@ def _candidates(e: Engine, blocks: list[_Block], included: list[Tier], counts: l
     """The `_Candidates` of `blocks`: from the handle's `JoinedCalls` when an earlier
     call had the same blocks (the same cached columns, the same raw values), else
     joined and kept there. Calls of `JOINED_BELOW_ROWS` candidates or more (a hot
-    frame's) are joined each time: their columns are joined lazily, and kept, their
-    masks and the frames their keys hold cost the 10M query mix more than they saved."""
+    frame's) are joined each time: they join lazily anyway, and keeping their masks
+    (and the frames their keys hold) cost the 10M query mix more than it saved."""
     joins = e.joins if sum(counts) < hot.JOINED_BELOW_ROWS else None
     if joins is not None:
         key = (tuple(included), tuple(counts), tuple(b.rows if isinstance(b.rows, Columns) else tuple(b.rows) for b in blocks))

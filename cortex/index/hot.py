@@ -3,8 +3,8 @@ every write of a handle.
 
 A `context()` call on an object with tens of thousands of memories spent most of its
 time reading and decoding that object's frame entries from storage (about 0.3 µs an
-entry), and a call on a small one spent a third of its time in the seek that starts
-its scan once other work had taken the CPU's caches. `HotFrames` keeps the decoded
+entry), and a call on a small one a tenth of its time, once other work had taken
+the CPU's caches, in the seek that starts its scan. `HotFrames` keeps the decoded
 columns of the frame prefixes a handle has read: at most `MAX_ROWS` rows over all of
 them, each prefix counting `ENTRY_ROWS` more than it holds, the least recently used
 dropped first. A call on a cached prefix reads no index entry from storage. The
