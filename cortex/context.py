@@ -526,9 +526,9 @@ def _outcome_values(e: Engine, plan: _Plan, pinned_ids: set[bytes], scope: Evalu
 def _scanned_backward(e: Engine, prefix: bytes) -> Generator[tuple[int, bytes], None, None]:
     """The entries under an outcomes-tier prefix as (created, value), newest first,
     from storage (backends without `Engine.newest`)."""
-    for key, value in e.storage.scan_items_backward(prefix):
+    for item in actor_obj.newest_first(e.storage, prefix):
         e.entries_scanned += 1
-        yield actor_obj.created_of(key), value
+        yield item
 
 
 def _frame_relevant(e: Engine, plan: _Plan) -> list[_Block]:

@@ -225,7 +225,7 @@ def _verify_newest(e: Engine, problems: list[str]) -> None:
         if cached is None:
             continue
         items, complete = cached
-        stored = [(actor_obj.created_of(key), value) for key, value in islice(e.storage.scan_items_backward(prefix), len(items) + 1)]
+        stored = list(islice(actor_obj.newest_first(e.storage, prefix), len(items) + 1))
         if stored[: len(items)] != items or (complete and len(stored) > len(items)):
             problems.append(f"{_show(prefix)}: this handle's newest entries under it differ from the stored entries")
 

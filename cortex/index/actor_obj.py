@@ -7,8 +7,14 @@ so the outcomes tier reads them backwards, newest first.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from ..records import ID_SIZE
 from .frame import ref_hash
+
+if TYPE_CHECKING:
+    from ..storage import Storage
 
 PREFIX = b"idx/actor_obj/"
 
@@ -28,3 +34,9 @@ def created_of(key_bytes: bytes) -> int:
 
 # Where `created` sits in a key: the 8 bytes before the id that ends it.
 _CREATED = slice(-ID_SIZE - 8, -ID_SIZE)
+
+
+def newest_first(storage: Storage, prefix_bytes: bytes) -> Iterator[tuple[int, bytes]]:
+    """The entries under a (verb, ref) prefix as (created, value), newest first."""
+    for key_bytes, value in storage.scan_items_backward(prefix_bytes):
+        yield created_of(key_bytes), value

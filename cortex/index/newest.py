@@ -97,10 +97,10 @@ class NewestEvents:
         read = list(items)
         try:
             # The scan's first entries are the kept ones (the invariant): skip them.
-            for key, value in islice(storage.scan_items_backward(prefix), len(items), None):
+            for item in islice(actor_obj.newest_first(storage, prefix), len(items), None):
                 self.entries_read += 1
-                read.append((actor_obj.created_of(key), value))
-                yield read[-1]
+                read.append(item)
+                yield item
             complete = True
         finally:
             if len(read) > len(items) or complete != (kept is not None and kept.complete):
