@@ -103,7 +103,7 @@ class NewestEvents:
                 yield item
             complete = True
         finally:
-            if len(read) > len(items) or complete != (kept is not None and kept.complete):
+            if len(read) > len(items) or complete:  # (a kept list said "not all", or there was none)
                 self._keep(prefix, read, complete)
 
     def observe(self, puts: Mapping[bytes, bytes | None]) -> None:
