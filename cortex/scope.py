@@ -95,7 +95,7 @@ from .records import (
     decode_trust,
     encode_revoked,
     encode_trust,
-    head_key,
+    head_keys,
     journal_key,
     pack,
     revoked_key,
@@ -817,7 +817,7 @@ class Evaluator:
     def _confirm(self, storage: Storage, ids: list[bytes]) -> dict[bytes, bool]:
         """Exact verdicts (do the tags or frames of the head match `include`?) for
         possible members; recorded (lock held)."""
-        keys = [head_key(raw_id) for raw_id in ids]
+        keys = head_keys(ids)
         found: dict[bytes, bool] = {}
         selector = self.scope.include
         for raw_id, key, raw in zip(ids, keys, storage.multi_get(keys)):
