@@ -348,16 +348,16 @@ def _live(cols: Columns, now: int) -> np.ndarray:
 
 def _scores(cols: Columns, pinned_rows: np.ndarray, now: int, weights: Weights) -> np.ndarray:
     """The live score of every row, part by part on the parts' own arrays (a hot
-    frame's cached columns are scored where they are, not copied first). A row's
-    score depends on its own fields alone, so the bits are those of one call over
-    the joined rows."""
-    scored, at = [], 0
+    frame's cached columns are scored where they are, not copied first) into one
+    array. A row's score depends on its own fields alone, so the bits are those of
+    one call over the joined rows."""
+    scores = np.empty(len(cols))
+    at = 0
     for part in cols.parts():
         stop = at + len(part)
-        scored.append(live_scores(part["last_used"], part["access"], part["citations"], part["importance"],
-                                  pinned_rows[at:stop], now, weights))
+        live_scores(part["last_used"], part["access"], part["citations"], part["importance"],
+                    pinned_rows[at:stop], now, weights, scores[at:stop])
         at = stop
-    scores: np.ndarray = scored[0] if len(scored) == 1 else np.concatenate(scored)
     return scores
 
 
@@ -706,7 +706,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     if not keep.all():
         kept = entry.Rows.of(keep)
         cols, tiers, scores = cols.take(kept), kept.apply(tiers), kept.apply(scores)
-    tokens = cols[token_field].astype(np.int64)
+    tokens = cols[token_field]  # u32: summed as int64, never copied whole
     trim = _trim(scores, tokens, cols, plan.budget)
     dropped, total = len(cols) - len(trim.survivors), trim.total
     gone = cols.take(trim.reachable)
@@ -785,13 +785,13 @@ def _trim(scores: np.ndarray, tokens: np.ndarray, cols: Columns, budget: int) ->
     grows until they do or every row is ranked. `cols` gives the rows' ids (read for
     the rows ranked only)."""
     n = len(scores)
-    total = int(tokens.sum())
+    total = int(tokens.sum(dtype=np.int64))
     if total <= budget or n <= 1:
         return _Trimmed(_ranking(scores, cols["id_hi"], cols["id_lo"])[::-1], np.zeros(0, dtype=np.int64), total)
     m = min(n, _FIRST_RANKED)
     while True:
         best = _top(scores, cols, m)
-        running = np.cumsum(tokens[best])
+        running = np.cumsum(tokens[best], dtype=np.int64)
         over = np.flatnonzero(running > budget)
         # Tokens are never negative, so the running total only grows: the survivors are
         # the rows before the first one that takes it over the budget (at least one).

@@ -541,26 +541,37 @@ def test_the_count_share_table_agrees_with_the_formula_to_the_bit(counts, offset
     assert score._count_share(np.arange(5000, dtype=np.uint32)).tobytes() == score._count_share_of(np.arange(5000, dtype=np.uint32)).tobytes()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(
     rows=st.lists(
         st.tuples(st.integers(-10**12, 10**14), st.integers(0, 20000), st.integers(0, 5000), st.integers(0, 10), st.booleans()),
         min_size=1, max_size=300,
     ),
-    raw_weights=st.tuples(*[st.floats(0.01, 1.0)] * 4),
+    raw_weights=st.tuples(*[st.sampled_from([0.0, 1.0]) | st.floats(0.01, 1.0)] * 4).filter(lambda w: sum(w) > 0),
+    counted=st.sampled_from([None, 0, 1, 2]),
+    stamps=st.sampled_from(["<u8", ">u8"]),
+    into=st.booleans(),
 )
-def test_live_scores_equal_the_design_formula_to_the_bit(rows, raw_weights):
+def test_live_scores_equal_the_design_formula_to_the_bit(rows, raw_weights, counted, stamps, into):
     """DESIGN §5's expression, written plainly, against the in-place `live_scores`
-    (counts past the share table's end included): the same bits, pinned floor too."""
+    (counts past the share table's end included): the same bits, pinned floor too.
+    `counted` keeps that many rows' access and citation counts and zeroes the rest
+    (the sparse sums), `stamps` is the stamps' byte order (a decoded structured
+    array's fields are big-endian), `into` scores into an array given."""
     import numpy as np
 
     from cortex.salience import score
 
     now = 1_700_000_000_000_000
     ages, access, citations, importance, pinned = (np.array(col) for col in zip(*rows))
-    last_used = (now - ages).astype(np.uint64)
+    if counted is not None:
+        access[counted:] = 0
+        citations[counted:] = 0
+    last_used = (now - ages).astype(stamps)
     weights = score.Weights(*(w / sum(raw_weights) for w in raw_weights))
-    got = score.live_scores(last_used, access.astype(np.uint32), citations.astype(np.uint32), importance.astype(np.uint8), pinned, now, weights)
+    out = np.full(len(rows), np.nan) if into else None
+    got = score.live_scores(last_used, access.astype(np.uint32), citations.astype(np.uint32), importance.astype(np.uint8), pinned, now, weights, out)
+    assert out is None or got is out
 
     r = np.exp(-np.maximum(0, now - last_used.astype(np.int64)).astype(np.float64) / score.RECENCY_SCALE_US)
     a = np.minimum(1.0, np.log1p(access.astype(np.float64)) / np.log(1001))
@@ -570,6 +581,8 @@ def test_live_scores_equal_the_design_formula_to_the_bit(rows, raw_weights):
     plain = (wr * r + wa * a + wc * c + wd * d) / (wr + wa + wc + wd)
     want = np.where(pinned, np.maximum(plain, score.PINNED_FLOOR), plain)
     assert got.tobytes() == want.tobytes()
+    profile = score.components(last_used, access.astype(np.uint32), citations.astype(np.uint32), importance.astype(np.uint8), now)
+    assert [p.tobytes() for p in profile] == [x.tobytes() for x in (r, a, c, d)]
 
 
 @settings(max_examples=120, deadline=None)

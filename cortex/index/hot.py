@@ -192,10 +192,10 @@ def locate(hi: np.ndarray, lo: np.ndarray, ref_hi: np.ndarray, ref_lo: np.ndarra
     """For each id (hi[i], lo[i]): its row in the reference ids, which are sorted by
     (hi, lo) and distinct, or -1 when absent.
 
-    One search on `hi` settles the ids whose `hi` no other reference row shares. The
-    rest (ids made in the same millisecond share `hi`: a `write_many` batch makes a
-    thousand such) are searched as 16-byte strings, over the reference rows that span
-    them (`entry.id_keys`).
+    One search on `hi` settles the ids whose `hi` no reference row shares, or one
+    row only. The rest (ids made in the same millisecond share `hi`: a `write_many`
+    batch makes a thousand such) are searched as 16-byte strings, over the reference
+    rows that span them (`entry.id_keys`).
     """
     rows = np.full(len(hi), -1, dtype=np.int64)
     if not len(hi) or not len(ref_hi):
@@ -207,8 +207,10 @@ def locate(hi: np.ndarray, lo: np.ndarray, ref_hi: np.ndarray, ref_lo: np.ndarra
     rows[exact] = safe[exact]
     shared = np.flatnonzero(same_hi & ~exact)
     if len(shared):
-        start = int(at[shared].min())
-        stop = int(np.searchsorted(ref_hi, hi[shared], side="right").max())
+        stops = np.searchsorted(ref_hi, hi[shared], side="right")
+        if int((stops - at[shared]).max()) == 1:
+            return rows  # each of them shares `hi` with one reference row only: absent
+        start, stop = int(at[shared].min()), int(stops.max())
         ref, ids = id_keys(ref_hi[start:stop], ref_lo[start:stop]), id_keys(hi[shared], lo[shared])
         found = np.minimum(np.searchsorted(ref, ids), len(ref) - 1)
         match = ref[found] == ids
