@@ -481,8 +481,9 @@ def test_the_cache_keeps_at_most_its_row_budget_least_recently_used_first(tmp_pa
         for ref in ("a", "b", "c"):
             c.write_many([cortex.Write(Fact(statement=f"{ref}{i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", ref),))
                           for i in range(10)])
-        # Room for the pinned tier's prefix (no rows) and two of the three frames.
-        cache = c._engine.hot = HotFrames(min_rows=5, max_rows=3 * hot_module.ENTRY_ROWS + 25)
+        # Room for the pinned tier's prefix (no rows) and two of the three frames, in
+        # the pool of small prefixes.
+        cache = c._engine.hot = HotFrames(min_rows=5, small_budget=3 * hot_module.ENTRY_ROWS + 25)
         for ref in ("a", "b", "a", "c"):
             c.context(verb="acquire", objects={"service": ref}, now=NOW)
         frames = [p for p in cache.prefixes() if p.startswith(b"idx/frame/")]
@@ -493,6 +494,36 @@ def test_the_cache_keeps_at_most_its_row_budget_least_recently_used_first(tmp_pa
         assert c._engine.index_entries_read == read
         c.context(verb="acquire", objects={"service": "b"}, now=NOW)
         assert c._engine.index_entries_read == read + 10
+
+
+def test_small_prefixes_cannot_evict_a_large_one(tmp_path):
+    """Prefixes read with fewer than `SMALL_ROWS` entries have a pool of their own:
+    however many of them a mix reads, a large prefix stays within its own budget."""
+    clock = FakeClock()
+    with open_store(tmp_path / "s", clock) as c:
+        c.write_many([cortex.Write(Fact(statement=f"g{i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", "gpu"),))
+                      for i in range(hot_module.SMALL_ROWS)])
+        for ref in ("a", "b", "c"):
+            c.write_many([cortex.Write(Fact(statement=f"{ref}{i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", ref),))
+                          for i in range(10)])
+        room = hot_module.SMALL_ROWS + hot_module.ENTRY_ROWS
+        cache = c._engine.hot = HotFrames(max_rows=room, small_budget=3 * hot_module.ENTRY_ROWS + 25)
+        for ref in ("gpu", "a", "b", "c"):
+            c.context(verb="acquire", objects={"service": ref}, now=NOW)
+        assert cache.rows <= room + 3 * hot_module.ENTRY_ROWS + 25
+        read = c._engine.index_entries_read
+        c.context(verb="acquire", objects={"service": "gpu"}, now=NOW)
+        c.context(verb="acquire", objects={"service": "c"}, now=NOW)
+        assert c._engine.index_entries_read == read  # the large prefix and the newest small one
+        c.context(verb="acquire", objects={"service": "a"}, now=NOW)
+        assert c._engine.index_entries_read == read + 10  # the small pool had room for two
+        # One pool of the same total room keeps the small prefixes and drops the large one.
+        cache = c._engine.hot = HotFrames(max_rows=room + 3 * hot_module.ENTRY_ROWS + 25, small_budget=0)
+        for ref in ("gpu", "a", "b", "c"):
+            c.context(verb="acquire", objects={"service": ref}, now=NOW)
+        read = c._engine.index_entries_read
+        c.context(verb="acquire", objects={"service": "gpu"}, now=NOW)
+        assert c._engine.index_entries_read == read + hot_module.SMALL_ROWS
 
 
 def test_verify_compares_the_cache_with_the_stored_entries(tmp_path):

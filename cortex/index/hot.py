@@ -5,9 +5,12 @@ A `context()` call on an object with tens of thousands of memories spent most of
 time reading and decoding that object's frame entries from storage (about 0.3 µs an
 entry), and a call on a small one a tenth of its time, once other work had taken
 the CPU's caches, in the seek that starts its scan. `HotFrames` keeps the decoded
-columns of the frame prefixes a handle has read: at most `MAX_ROWS` rows over all of
-them, each prefix counting `ENTRY_ROWS` more than it holds, the least recently used
-dropped first. A call on a cached prefix reads no index entry from storage. The
+columns of the frame prefixes a handle has read, in two pools: prefixes of fewer
+than `SMALL_ROWS` entries when read within `SMALL_BUDGET` rows, larger ones within
+`MAX_ROWS`; each prefix counts `ENTRY_ROWS` more than it holds, and each pool drops
+its least recently used first. (In one pool, the thousands of small prefixes a
+query mix reads took a share of the budget from the large ones, whose reads cost
+the most.) A call on a cached prefix reads no index entry from storage. The
 pinned tier, which every call reads, is kept too.
 
 The invariant, stated once: a cached prefix holds exactly the index values stored
@@ -53,6 +56,10 @@ from .entry import DTYPE, Columns, id_keys, last_id, start_after, unsound
 MIN_ROWS = 0
 # A row is 63 bytes (the fields of an index value, native-endian): 1M rows are 63 MB.
 MAX_ROWS = 1_000_000
+# Prefixes read with fewer rows than this are kept in a pool of their own, of this
+# many rows (with `ENTRY_ROWS` each: at most ~4,000 prefixes, ~16 MB).
+SMALL_ROWS = 512
+SMALL_BUDGET = 262_144
 # What a cached prefix costs beyond its rows, in rows: its arrays, their dict and
 # its cache entry take about 4 KB, so at most ~15,000 small prefixes are kept.
 ENTRY_ROWS = 64
@@ -75,14 +82,41 @@ class _Entry:
         self.generation = generation  # the cache's generation its rows were last read in
 
 
+class _Pool:
+    """Cached prefixes, least recently used first, within `budget` rows (each prefix
+    counting `ENTRY_ROWS` more than it holds)."""
+
+    __slots__ = ("entries", "rows", "budget")
+
+    def __init__(self, budget: int) -> None:
+        self.entries: OrderedDict[bytes, _Entry] = OrderedDict()
+        self.rows = 0
+        self.budget = budget
+
+    def put(self, prefix: bytes, entry: _Entry) -> None:
+        self.entries[prefix] = entry
+        self.rows += len(entry.cols) + ENTRY_ROWS
+        self.evict()
+
+    def drop(self, prefix: bytes) -> None:
+        old = self.entries.pop(prefix, None)
+        if old is not None:
+            self.rows -= len(old.cols) + ENTRY_ROWS
+
+    def evict(self) -> None:
+        while self.rows > self.budget and self.entries:
+            _, oldest = self.entries.popitem(last=False)
+            self.rows -= len(oldest.cols) + ENTRY_ROWS
+
+
 class HotFrames:
     """Decoded columns of hot frame prefixes (see the module docstring)."""
 
-    def __init__(self, min_rows: int = MIN_ROWS, max_rows: int = MAX_ROWS) -> None:
+    def __init__(self, min_rows: int = MIN_ROWS, max_rows: int = MAX_ROWS, small_budget: int = SMALL_BUDGET) -> None:
         self.min_rows = min_rows
         self.max_rows = max_rows
-        self._entries: OrderedDict[bytes, _Entry] = OrderedDict()
-        self._rows = 0  # the rows held, and `ENTRY_ROWS` for each prefix
+        self._large = _Pool(max_rows)
+        self._small = _Pool(small_budget)
         self._lock = threading.Lock()
         # Moved by `appended()`: an entry of an older generation may lack new rows.
         self._generation = 0
@@ -90,30 +124,42 @@ class HotFrames:
         self.entries_read = 0
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._large.entries) + len(self._small.entries)
+
+    @property
+    def rows(self) -> int:
+        """The rows held by both pools, with `ENTRY_ROWS` for each prefix."""
+        return self._large.rows + self._small.rows
 
     def prefixes(self) -> list[bytes]:
         with self._lock:
-            return sorted(self._entries)
+            return sorted([*self._large.entries, *self._small.entries])
+
+    def _find(self, prefix: bytes) -> tuple[_Pool, _Entry] | tuple[None, None]:
+        for pool in (self._large, self._small):
+            cached = pool.entries.get(prefix)
+            if cached is not None:
+                return pool, cached
+        return None, None
 
     def lookup(self, prefix: bytes, storage: Storage) -> Columns | None:
         """The columns of `prefix` when cached, with any pending writes applied and,
         after `appended()`, the entries after its last row read from `storage`
         (None when those prove unsound: the caller's own scan then names them)."""
         with self._lock:
-            cached = self._entries.get(prefix)
-            if cached is None:
+            pool, cached = self._find(prefix)
+            if pool is None or cached is None:
                 return None
-            self._entries.move_to_end(prefix)
+            pool.entries.move_to_end(prefix)
             if cached.generation != self._generation:
-                if not self._read_tail(prefix, cached, storage):
+                if not self._read_tail(prefix, pool, cached, storage):
                     return None
             if cached.pending:
                 before = len(cached.cols)
                 cached.cols = applied(cached.cols, cached.pending).materialized()
                 cached.pending = {}
-                self._rows += len(cached.cols) - before
-                self._evict()
+                pool.rows += len(cached.cols) - before
+                pool.evict()
             return cached.cols
 
     def store(self, prefix: bytes, cols: Columns, always: bool = False) -> None:
@@ -122,15 +168,14 @@ class HotFrames:
         if (len(cols) < self.min_rows and not always) or len(cols) + ENTRY_ROWS > self.max_rows:
             return
         with self._lock:
-            old = self._entries.pop(prefix, None)
-            self._rows -= 0 if old is None else len(old.cols) + ENTRY_ROWS
-            self._entries[prefix] = _Entry(cols.materialized(), self._generation)
-            self._rows += len(cols) + ENTRY_ROWS
-            self._evict()
+            self._large.drop(prefix)
+            self._small.drop(prefix)
+            pool = self._small if len(cols) < SMALL_ROWS and len(cols) + ENTRY_ROWS <= self._small.budget else self._large
+            pool.put(prefix, _Entry(cols.materialized(), self._generation))
 
     def observe(self, puts: Mapping[bytes, bytes | None]) -> None:
         """Record the changes a written batch makes to cached prefixes."""
-        if not self._entries:
+        if not self._large.entries and not self._small.entries:
             return
         with self._lock:
             for key, value in puts.items():
@@ -140,7 +185,7 @@ class HotFrames:
                     prefix_size = len(pinned.PREFIX)
                 else:
                     continue
-                cached = self._entries.get(key[:prefix_size])
+                _, cached = self._find(key[:prefix_size])
                 if cached is not None:
                     cached.pending[key[prefix_size:]] = value
 
@@ -152,10 +197,11 @@ class HotFrames:
 
     def clear(self) -> None:
         with self._lock:
-            self._entries.clear()
-            self._rows = 0
+            for pool in (self._large, self._small):
+                pool.entries.clear()
+                pool.rows = 0
 
-    def _read_tail(self, prefix: bytes, cached: _Entry, storage: Storage) -> bool:
+    def _read_tail(self, prefix: bytes, pool: _Pool, cached: _Entry, storage: Storage) -> bool:
         """Append to `cached` the entries stored under `prefix` after its last row
         (lock held). False, with the prefix dropped, when they decode unsound."""
         cols = cached.cols
@@ -169,18 +215,12 @@ class HotFrames:
             except ValueError:
                 new = None
             if new is None or unsound(new):
-                del self._entries[prefix]
-                self._rows -= len(cols) + ENTRY_ROWS
+                pool.drop(prefix)
                 return False
             cached.cols = Columns.concat([cols, new]).materialized()
-            self._rows += len(new)
-            self._evict()
+            pool.rows += len(new)
+            pool.evict()
         return True
-
-    def _evict(self) -> None:
-        while self._rows > self.max_rows and self._entries:
-            _, oldest = self._entries.popitem(last=False)
-            self._rows -= len(oldest.cols) + ENTRY_ROWS
 
 
 def same(a: Columns, b: Columns) -> bool:
