@@ -31,6 +31,7 @@ tokenizer is never loaded: token counts come from the index values.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import operator
@@ -700,27 +701,25 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0
         stale = _Stale(cols.take(keep & superseded), tiers[keep & superseded], plan, weights)
         keep &= ~superseded
-    # Scored before the drop: a hot frame's columns are scored in place, and only
-    # the scores of the rows kept are copied (not the four columns scoring reads).
     scores = _scores(cols, candidates.pinned, plan.now, weights)
-    if not keep.all():
-        kept = entry.Rows.of(keep)
-        cols, tiers, scores = cols.take(kept), kept.apply(tiers), kept.apply(scores)
-    tokens = cols[token_field]  # u32: summed as int64, never copied whole
-    trim = _trim(scores, tokens, cols, plan.budget)
-    dropped, total = len(cols) - len(trim.survivors), trim.total
+    going = None if keep.all() else _rank_last(scores, keep)
+    count = len(cols) - (0 if going is None else len(going))
+    kept: Callable[[], Columns] = functools.cache(lambda: cols if going is None else cols.take(keep))
+    tokens = cols[token_field]  # u16 or u32: summed as int64, never copied whole
+    trim = _trim(scores, tokens, cols, plan.budget, count, going)
+    dropped, total = count - len(trim.survivors), trim.total
     gone = cols.take(trim.reachable)
     reachable = _uris(gone["type"].tolist(), gone.ids(), gone["version"].tolist())
 
     # Read and render the survivors only: one multi-get of the heads not in view.
-    keep = trim.survivors
-    chosen = cols.take(keep)
+    survivors = trim.survivors
+    chosen = cols.take(survivors)
     keys = head_keys(chosen.ids())
     memories: dict[int, list[tuple[tuple[Any, ...], Memory]]] = {0: [], 1: [], 2: []}
     rendered: dict[str, str] = {}
     outcome_tier = _TIER_ORDER.index(Tier.OUTCOMES)
     for key, memory, tier, score, created, version in zip(
-        keys, e.current_views(keys), tiers[keep].tolist(), scores[keep].tolist(), chosen["created"].tolist(), chosen["version"].tolist()
+        keys, e.current_views(keys), tiers[survivors].tolist(), scores[survivors].tolist(), chosen["created"].tolist(), chosen["version"].tolist()
     ):
         if memory is None or memory.version != version:
             if journal_at is not None:
@@ -738,20 +737,20 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         frame_relevant=ordered[2],
         outcomes=ordered[1],
         rendered=rendered,
-        tokens=_LazyIdMap(len(cols), cols.ids, tokens.tolist),
-        scores=_LazyIdMap(len(cols), cols.ids, scores.tolist),
+        tokens=_LazyIdMap(count, lambda: kept().ids(), lambda: kept()[token_field].tolist()),
+        scores=_LazyIdMap(count, lambda: kept().ids(), lambda: (scores if going is None else scores[keep]).tolist()),
         reachable_uris=reachable,
         total_tokens=total,
         trimmed=dropped,
-        candidates=len(cols),
+        candidates=count,
         latency_ms=(time.perf_counter() - started) * 1000.0,
         form=plan.form,
         root=root,
         request=_request(plan),
-        dropped_ids=_LazyTexts(lambda: _texts(cols.take(_ranking(scores, cols["id_hi"], cols["id_lo"])[len(trim.survivors):]).ids())),
+        dropped_ids=_LazyTexts(lambda: _texts(cols.take(_ranking(scores, cols["id_hi"], cols["id_lo"])[len(trim.survivors):count]).ids())),
         weights=weights,
         now=from_micros(plan.now),
-        conflicts=_conflicts(e, cols) if facts.flags & FLAG_CONTRADICTED else [],
+        conflicts=_conflicts(e, kept()) if facts.flags & FLAG_CONTRADICTED else [],
         superseded_ids=_LazyTexts(lambda: _texts(stale.ids())),
         superseded_uris=_LazyTexts(stale.uris),
         superseded_scores=_LazyIdMap(len(stale), stale.ids, stale.scores),
@@ -775,20 +774,31 @@ class _Trimmed:
 _FIRST_RANKED = 256
 
 
-def _trim(scores: np.ndarray, tokens: np.ndarray, cols: Columns, budget: int) -> _Trimmed:
+def _rank_last(scores: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The rows `keep` leaves out, given a score of -inf (a live score is never
+    negative), so that they rank after every candidate and the trim reaches none of
+    them. They stay where they are: taking the rest out would copy every column a
+    hot call reads, tens of thousands of rows, to lose a handful."""
+    going = np.flatnonzero(~keep)
+    scores[going] = -np.inf
+    return going
+
+
+def _trim(scores: np.ndarray, tokens: np.ndarray, cols: Columns, budget: int, count: int, going: np.ndarray | None) -> _Trimmed:
     """DESIGN §6 step 6: while the token total exceeds the budget, drop the row with
     the lowest (score, id), always keeping one; the survivors are thus the longest
     run of best rows whose tokens fit (at least one), and `reachable` the rows that
-    come next. Only the best rows are ranked (a hot object has tens of thousands of
-    candidates and a budget admits at most a few hundred): `_top` ranks the `m` best
-    exactly, and when the survivors plus the reachable list do not fit in them, `m`
-    grows until they do or every row is ranked. `cols` gives the rows' ids (read for
-    the rows ranked only)."""
-    n = len(scores)
-    total = int(tokens.sum(dtype=np.int64))
-    if total <= budget or n <= 1:
-        return _Trimmed(_ranking(scores, cols["id_hi"], cols["id_lo"])[::-1], np.zeros(0, dtype=np.int64), total)
-    m = min(n, _FIRST_RANKED)
+    come next. The candidates are the `count` rows not in `going` (`_rank_last`).
+    Only the best rows are ranked (a hot object has tens of thousands of candidates
+    and a budget admits at most a few hundred): `_top` ranks the `m` best exactly,
+    and when the survivors plus the reachable list do not fit in them, `m` grows
+    until they do or every candidate is ranked. `cols` gives the rows' ids (read
+    for the rows ranked only)."""
+    total = int(tokens.sum(dtype=np.int64)) - (0 if going is None else int(tokens[going].sum(dtype=np.int64)))
+    if total <= budget or count <= 1:
+        everyone = _ranking(scores, cols["id_hi"], cols["id_lo"])[:count]
+        return _Trimmed(everyone[::-1], np.zeros(0, dtype=np.int64), total)
+    m = min(count, _FIRST_RANKED)
     while True:
         best = _top(scores, cols, m)
         running = np.cumsum(tokens[best], dtype=np.int64)
@@ -796,9 +806,9 @@ def _trim(scores: np.ndarray, tokens: np.ndarray, cols: Columns, budget: int) ->
         # Tokens are never negative, so the running total only grows: the survivors are
         # the rows before the first one that takes it over the budget (at least one).
         kept = max(1, int(over[0])) if len(over) else m
-        if len(over) and (kept + MAX_REACHABLE_URIS <= m or m == n):
+        if len(over) and (kept + MAX_REACHABLE_URIS <= m or m == count):
             break
-        m = min(n, m * 4)
+        m = min(count, m * 4)
     return _Trimmed(best[:kept][::-1], best[kept : kept + MAX_REACHABLE_URIS], int(running[kept - 1]))
 
 
