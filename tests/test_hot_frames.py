@@ -582,12 +582,13 @@ def test_the_count_share_table_agrees_with_the_formula_to_the_bit(counts, offset
     counted=st.sampled_from([None, 0, 1, 2]),
     stamps=st.sampled_from(["<u8", ">u8"]),
     into=st.booleans(),
+    sparse_from=st.sampled_from([0, 4096]),
 )
-def test_live_scores_equal_the_design_formula_to_the_bit(rows, raw_weights, counted, stamps, into):
+def test_live_scores_equal_the_design_formula_to_the_bit(rows, raw_weights, counted, stamps, into, sparse_from):
     """DESIGN §5's expression, written plainly, against the in-place `live_scores`
     (counts past the share table's end included): the same bits, pinned floor too.
     `counted` keeps that many rows' access and citation counts and zeroes the rest
-    (the sparse sums), `stamps` is the stamps' byte order (a decoded structured
+    (the sparse sums, taken at any size with `sparse_from` 0), `stamps` is the stamps' byte order (a decoded structured
     array's fields are big-endian), `into` scores into an array given."""
     import numpy as np
 
@@ -601,7 +602,11 @@ def test_live_scores_equal_the_design_formula_to_the_bit(rows, raw_weights, coun
     last_used = (now - ages).astype(stamps)
     weights = score.Weights(*(w / sum(raw_weights) for w in raw_weights))
     out = np.full(len(rows), np.nan) if into else None
-    got = score.live_scores(last_used, access.astype(np.uint32), citations.astype(np.uint32), importance.astype(np.uint8), pinned, now, weights, out)
+    saved, score._SPARSE_FROM = score._SPARSE_FROM, sparse_from  # 0: the sparse sums at any size
+    try:
+        got = score.live_scores(last_used, access.astype(np.uint32), citations.astype(np.uint32), importance.astype(np.uint8), pinned, now, weights, out)
+    finally:
+        score._SPARSE_FROM = saved
     assert out is None or got is out
 
     r = np.exp(-np.maximum(0, now - last_used.astype(np.int64)).astype(np.float64) / score.RECENCY_SCALE_US)

@@ -263,15 +263,19 @@ def live_scores(
     return score
 
 
-# `_add_count_share` sums only the memories with a count when fewer than one in
-# this many have one.
+# `_add_count_share` sums only the memories with a count when there are at least
+# `_SPARSE_FROM` of them and fewer than one in `_SPARSE_SHARE` has one (below that,
+# counting them costs more than it saves).
+_SPARSE_FROM = 4096
 _SPARSE_SHARE = 8
 
 
 def _add_count_share(score: np.ndarray, counts: np.ndarray, weight: float) -> None:
     """`score += weight * share(counts)`, row by row (A or C of `live_scores`). A
     weight of 0 (learning can take one there) adds +0.0 to every row."""
-    counted = np.count_nonzero(counts) if weight else 0
+    if not weight:
+        return
+    counted = np.count_nonzero(counts) if len(counts) >= _SPARSE_FROM else len(counts)
     if not counted:
         return
     if counted * _SPARSE_SHARE < len(counts):
