@@ -378,22 +378,23 @@ def _corrupt_index(e: Engine, plan: _Plan, detail: str, record: bytes | None = N
 
 
 # Up to this many rows, dedup sorts them all by id (a few numpy calls); above it,
-# it searches the blocks in one another (`_later_copies`), which scales better.
+# it searches the blocks in one another (`_copies_by_search`), which scales better.
 _SORT_DEDUP_ROWS = 2048
 
 
-def _first_of_each_id(cols: Columns) -> np.ndarray:
-    """Mask keeping the first row of each id. Rows are in tier order, so this is the
-    dedup priority Pinned > Outcomes > FrameRelevant (the rows of one id hold the same
-    value: every index entry of a memory does). `np.lexsort` is stable, so copies of
-    an id end up side by side in row order, and every copy after the first goes."""
+def _copies_by_sort(cols: Columns) -> np.ndarray | None:
+    """The rows holding a copy of an id that an earlier row holds (None: no such
+    row). Rows are in tier order, so this is the dedup priority Pinned > Outcomes >
+    FrameRelevant (the rows of one id hold the same value: every index entry of a
+    memory does). `np.lexsort` is stable, so copies of an id end up side by side in
+    row order, and every copy after the first goes."""
     order = np.lexsort((cols["id_hi"], cols["id_lo"]))
     lo, hi = cols["id_lo"][order], cols["id_hi"][order]
-    later_copy = np.zeros(len(order), dtype=bool)
-    later_copy[1:] = (lo[1:] == lo[:-1]) & (hi[1:] == hi[:-1])
-    keep = np.ones(len(order), dtype=bool)
-    keep[order[later_copy]] = False
-    return keep
+    later = (lo[1:] == lo[:-1]) & (hi[1:] == hi[:-1])
+    if not later.any():
+        return None
+    copies: np.ndarray = order[1:][later]
+    return copies
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,27 +438,27 @@ def _block_views(cols: Columns, blocks: list[_Block]) -> list[tuple[Columns, boo
     return views
 
 
-def _later_copies(blocks: list[tuple[Columns, bool]]) -> np.ndarray | None:
-    """`_first_of_each_id` of the blocks' rows concatenated in order, or None when no
-    id is in two blocks. Each block is (rows, by_id). A block holds an id once (its
-    keys end with the id), so only ids already in an earlier block go; each pair of
-    blocks is compared by binary search in whichever of the two is ordered by id,
-    the smaller side searched for."""
-    drop = [np.zeros(len(rows), dtype=bool) for rows, _ in blocks]
+def _copies_by_search(blocks: list[tuple[Columns, bool]]) -> np.ndarray | None:
+    """`_copies_by_sort` of the blocks' rows concatenated in order. Each block is
+    (rows, by_id). A block holds an id once (its keys end with the id), so only ids
+    already in an earlier block go; each pair of blocks is compared by binary search
+    in whichever of the two is ordered by id, the smaller side searched for. Rows
+    are found, not marked: a hot frame's tens of thousands of rows need no mask."""
+    found = []
+    at = 0
     for j, (b, b_by_id) in enumerate(blocks):
         for a, a_by_id in blocks[:j]:
             if not len(a) or not len(b):
                 continue
             if b_by_id and (len(a) < len(b) or not a_by_id):
                 rows = hot.locate(a["id_hi"], a["id_lo"], b["id_hi"], b["id_lo"])
-                drop[j][rows[rows >= 0]] = True
+                found.append(rows[rows >= 0] + at)
             else:
                 ref = a if a_by_id else a.take(np.lexsort((a["id_lo"], a["id_hi"])))
-                drop[j] |= hot.locate(b["id_hi"], b["id_lo"], ref["id_hi"], ref["id_lo"]) >= 0
-    if not any(d.any() for d in drop):
-        return None
-    keep: np.ndarray = ~np.concatenate(drop)
-    return keep
+                found.append(np.flatnonzero(hot.locate(b["id_hi"], b["id_lo"], ref["id_hi"], ref["id_lo"]) >= 0) + at)
+        at += len(b)
+    copies = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+    return copies if len(copies) else None
 
 
 def _pinned(e: Engine) -> _Block:
@@ -567,14 +568,14 @@ def _frame_relevant(e: Engine, plan: _Plan) -> list[_Block]:
 @dataclass(frozen=True, slots=True)
 class _Candidates:
     """The blocks of a call joined (`cols`), each row's tier (its index in
-    `_TIER_ORDER`), the rows of the pinned tier, and the mask of the first copy of
-    each id (None: no id is in two blocks). The arrays are read-only: a handle's
+    `_TIER_ORDER`), the rows of the pinned tier, and the rows holding a later copy
+    of an id (None: no id is in two blocks). The arrays are read-only: a handle's
     `JoinedCalls` keeps them for later calls on the same blocks."""
 
     cols: Columns
     tiers: np.ndarray
     pinned: np.ndarray
-    first: np.ndarray | None
+    copies: np.ndarray | None
 
 
 # What `JoinedCalls` counts for a row of a call's candidates: its joined copy (14
@@ -596,12 +597,12 @@ def _candidates(e: Engine, blocks: list[_Block], included: list[Tier], counts: l
             return cast(_Candidates, found)
     cols = _joined(blocks)
     tiers = np.repeat(np.array([_TIER_ORDER.index(t) for t in included], dtype=np.int8), counts)
-    first = None
+    copies = None
     if len(blocks) > 1:
-        first = _first_of_each_id(cols) if len(cols) <= _SORT_DEDUP_ROWS else _later_copies(_block_views(cols, blocks))
-    made = _Candidates(cols, tiers, tiers == _TIER_ORDER.index(Tier.PINNED), first)
+        copies = _copies_by_sort(cols) if len(cols) <= _SORT_DEDUP_ROWS else _copies_by_search(_block_views(cols, blocks))
+    made = _Candidates(cols, tiers, tiers == _TIER_ORDER.index(Tier.PINNED), copies)
     if joins is not None:
-        for array in (made.tiers, made.pinned, made.first):
+        for array in (made.tiers, made.pinned, made.copies):
             if array is not None:
                 array.flags.writeable = False
         joins.put(key, made, len(cols) * _ROW_BYTES)
@@ -694,8 +695,8 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     keep = _live(cols, plan.now)
     if scope is not None:
         keep &= scope.mask(e.storage, cols["id_hi"], cols["id_lo"], cols["type"])
-    if candidates.first is not None:
-        keep &= candidates.first
+    if candidates.copies is not None:
+        keep[candidates.copies] = False
     stale = _Stale.empty()
     if not plan.include_superseded and facts.flags & FLAG_SUPERSEDED:
         superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0
