@@ -705,6 +705,9 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     scores = _scores(cols, candidates.pinned, plan.now, weights)
     going = None if keep.all() else _rank_last(scores, keep)
     count = len(cols) - (0 if going is None else len(going))
+    # The bundle reads the kept rows' ids when first asked (ids are never rewritten),
+    # and their tokens and scores from this call's own arrays: `cols` is a join, so
+    # `tokens` is never a cached frame's column, which a later write may rewrite.
     kept: Callable[[], Columns] = functools.cache(lambda: cols if going is None else cols.take(keep))
     tokens = cols[token_field]  # u16 or u32: summed as int64, never copied whole
     trim = _trim(scores, tokens, cols, plan.budget, count, going)
@@ -738,7 +741,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         frame_relevant=ordered[2],
         outcomes=ordered[1],
         rendered=rendered,
-        tokens=_LazyIdMap(count, lambda: kept().ids(), lambda: kept()[token_field].tolist()),
+        tokens=_LazyIdMap(count, lambda: kept().ids(), lambda: (tokens if going is None else tokens[keep]).tolist()),
         scores=_LazyIdMap(count, lambda: kept().ids(), lambda: (scores if going is None else scores[keep]).tolist()),
         reachable_uris=reachable,
         total_tokens=total,

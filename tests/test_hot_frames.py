@@ -447,9 +447,10 @@ def test_survivors_come_from_the_current_heads_and_follow_every_change(tmp_path)
 
 
 def test_a_bundle_stays_as_returned_when_a_later_write_rewrites_the_cached_rows(tmp_path):
-    """A bundle's superseded memories are read on first access; a write after the
-    call that changes them (rewritten in place in the hot-frame cache at the next
-    lookup) must not show in a bundle returned before it. Joins are lazy at any size
+    """A bundle's superseded memories, and its candidates' tokens and scores, are
+    read on first access; a write after the call that changes them (rewritten in
+    place in the hot-frame cache at the next lookup) must not show in a bundle
+    returned before it. Joins are lazy at any size
     here, as a hot frame's are."""
     clock = FakeClock()
     ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "form": "medium"}
@@ -463,14 +464,18 @@ def test_a_bundle_stays_as_returned_when_a_later_write_rewrites_the_cached_rows(
             c.context(**ask)  # caches the frame
             shown = c.context(**ask)
             kept = c.context(**ask)
-            first = (dict(shown.superseded_scores), list(shown.superseded_uris), dict(shown.superseded_tokens))
-            assert first[1] == [uris[0]]
+            first = (dict(shown.superseded_scores), list(shown.superseded_uris), dict(shown.superseded_tokens),
+                     dict(shown.tokens), dict(shown.scores), list(shown.dropped_ids))
+            assert first[1] == [uris[0]] and len(first[3]) == 5
             clock.now += timedelta(days=1)
             c.update(uris[0], Fact(statement="fact zero, now much longer than it was before", subject="s", predicate="p"))
             c.update_head(uris[0], importance=10)
+            c.update(uris[1], Fact(statement="fact one, now much longer than it was before", subject="s", predicate="p"))
             later = c.context(**ask)  # applies the writes to the cached rows
             assert list(later.superseded_uris) != first[1] and dict(later.superseded_scores) != first[0]
-            assert (dict(kept.superseded_scores), list(kept.superseded_uris), dict(kept.superseded_tokens)) == first
+            assert dict(later.tokens) != first[3]
+            assert (dict(kept.superseded_scores), list(kept.superseded_uris), dict(kept.superseded_tokens),
+                    dict(kept.tokens), dict(kept.scores), list(kept.dropped_ids)) == first
     finally:
         entry_module._RUNS_FROM = saved
 
