@@ -195,10 +195,10 @@ def components(last_used: np.ndarray, access: np.ndarray, citations: np.ndarray,
 def _recency(last_used: np.ndarray, now: int, out: np.ndarray) -> np.ndarray:
     """R of each memory, `exp(-max(0, now - last_used) / scale)`, written into `out`.
 
-    The same bits as that expression in fewer passes over a hot frame's rows: the
-    stamps are read as int64 in place (native u64 stamps, below 2**63), the cap at 0
-    is skipped when no memory was used after `now`, and the negation is folded into
-    the division (IEEE division is exact in sign: (-x) / s == x / -s)."""
+    The same bits as that expression in fewer passes over a hot frame's rows: native
+    u64 stamps are read as int64 in place (a view gives the values a copy would), the
+    cap at 0 is skipped when no memory was used after `now`, and the negation is
+    folded into the division (IEEE division is exact in sign: (-x) / s == x / -s)."""
     stamps = last_used.view(np.int64) if last_used.dtype == np.uint64 else last_used.astype(np.int64)
     ages = now - stamps
     if len(ages) and int(ages.min()) < 0:
