@@ -110,7 +110,7 @@ def test_verify_names_newest_entries_that_differ_from_the_stored_ones(tmp_path):
         assert c.verify() == [line]
         newest.clear()
         _outcomes(c, 1)
-        newest._kept[PREFIX].complete = True  # "all of them", with a third still stored
+        newest._kept.get(PREFIX).complete = True  # "all of them", with a third still stored
         assert c.verify() == [line]
         c.rebuild()
         assert c.verify() == []

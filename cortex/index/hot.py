@@ -41,7 +41,6 @@ old one (kept with it: `Columns.facts`) never describe the new rows.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 
 import numpy as np
@@ -50,6 +49,7 @@ from ..records import ID_SIZE
 from ..storage import Storage
 from . import frame, pinned
 from .entry import DTYPE, Columns, id_keys, last_id, start_after, unsound
+from .lru import SizedLru
 
 # A prefix smaller than this is scanned on each call, larger ones are cached: by
 # default every one (tests raise it to see the cache fill).
@@ -82,31 +82,9 @@ class _Entry:
         self.generation = generation  # the cache's generation its rows were last read in
 
 
-class _Pool:
-    """Cached prefixes, least recently used first, within `budget` rows (each prefix
-    counting `ENTRY_ROWS` more than it holds)."""
-
-    __slots__ = ("entries", "rows", "budget")
-
-    def __init__(self, budget: int) -> None:
-        self.entries: OrderedDict[bytes, _Entry] = OrderedDict()
-        self.rows = 0
-        self.budget = budget
-
-    def put(self, prefix: bytes, entry: _Entry) -> None:
-        self.entries[prefix] = entry
-        self.rows += len(entry.cols) + ENTRY_ROWS
-        self.evict()
-
-    def drop(self, prefix: bytes) -> None:
-        old = self.entries.pop(prefix, None)
-        if old is not None:
-            self.rows -= len(old.cols) + ENTRY_ROWS
-
-    def evict(self) -> None:
-        while self.rows > self.budget and self.entries:
-            _, oldest = self.entries.popitem(last=False)
-            self.rows -= len(oldest.cols) + ENTRY_ROWS
+def _size(cached: _Entry) -> int:
+    """What a cached prefix counts against its pool's budget, in rows."""
+    return len(cached.cols) + ENTRY_ROWS
 
 
 class HotFrames:
@@ -115,8 +93,9 @@ class HotFrames:
     def __init__(self, min_rows: int = MIN_ROWS, max_rows: int = MAX_ROWS, small_budget: int = SMALL_BUDGET) -> None:
         self.min_rows = min_rows
         self.max_rows = max_rows
-        self._large = _Pool(max_rows)
-        self._small = _Pool(small_budget)
+        # Each prefix counted at its rows and `ENTRY_ROWS` (`_size`).
+        self._large: SizedLru[bytes, _Entry] = SizedLru(max_rows)
+        self._small: SizedLru[bytes, _Entry] = SizedLru(small_budget)
         self._lock = threading.Lock()
         # Moved by `appended()`: an entry of an older generation may lack new rows.
         self._generation = 0
@@ -124,42 +103,41 @@ class HotFrames:
         self.entries_read = 0
 
     def __len__(self) -> int:
-        return len(self._large.entries) + len(self._small.entries)
+        return len(self._large) + len(self._small)
 
     @property
     def rows(self) -> int:
         """The rows held by both pools, with `ENTRY_ROWS` for each prefix."""
-        return self._large.rows + self._small.rows
+        return self._large.total + self._small.total
 
     def prefixes(self) -> list[bytes]:
         with self._lock:
-            return sorted([*self._large.entries, *self._small.entries])
+            return sorted([*self._large, *self._small])
 
-    def _find(self, prefix: bytes) -> tuple[_Pool, _Entry] | tuple[None, None]:
+    def _find(self, prefix: bytes, touch: bool) -> tuple[SizedLru[bytes, _Entry], _Entry] | None:
         for pool in (self._large, self._small):
-            cached = pool.entries.get(prefix)
+            cached = pool.get(prefix, touch)
             if cached is not None:
                 return pool, cached
-        return None, None
+        return None
 
     def lookup(self, prefix: bytes, storage: Storage) -> Columns | None:
         """The columns of `prefix` when cached, with any pending writes applied and,
         after `appended()`, the entries after its last row read from `storage`
         (None when those prove unsound: the caller's own scan then names them)."""
         with self._lock:
-            pool, cached = self._find(prefix)
-            if pool is None or cached is None:
+            found = self._find(prefix, touch=True)
+            if found is None:
                 return None
-            pool.entries.move_to_end(prefix)
-            if cached.generation != self._generation:
-                if not self._read_tail(prefix, pool, cached, storage):
-                    return None
+            pool, cached = found
+            before = len(cached.cols)
+            if cached.generation != self._generation and not self._read_tail(prefix, pool, cached, storage):
+                return None
             if cached.pending:
-                before = len(cached.cols)
                 cached.cols = applied(cached.cols, cached.pending).materialized()
                 cached.pending = {}
-                pool.rows += len(cached.cols) - before
-                pool.evict()
+            if len(cached.cols) != before:
+                pool.put(prefix, cached, _size(cached))
             return cached.cols
 
     def store(self, prefix: bytes, cols: Columns, always: bool = False) -> None:
@@ -168,14 +146,15 @@ class HotFrames:
         if (len(cols) < self.min_rows and not always) or len(cols) + ENTRY_ROWS > self.max_rows:
             return
         with self._lock:
-            self._large.drop(prefix)
-            self._small.drop(prefix)
-            pool = self._small if len(cols) < SMALL_ROWS and len(cols) + ENTRY_ROWS <= self._small.budget else self._large
-            pool.put(prefix, _Entry(cols.materialized(), self._generation))
+            self._large.pop(prefix)
+            self._small.pop(prefix)
+            cached = _Entry(cols.materialized(), self._generation)
+            small = len(cols) < SMALL_ROWS and _size(cached) <= self._small.budget
+            (self._small if small else self._large).put(prefix, cached, _size(cached))
 
     def observe(self, puts: Mapping[bytes, bytes | None]) -> None:
         """Record the changes a written batch makes to cached prefixes."""
-        if not self._large.entries and not self._small.entries:
+        if not self._large and not self._small:
             return
         with self._lock:
             for key, value in puts.items():
@@ -185,9 +164,9 @@ class HotFrames:
                     prefix_size = len(pinned.PREFIX)
                 else:
                     continue
-                _, cached = self._find(key[:prefix_size])
-                if cached is not None:
-                    cached.pending[key[prefix_size:]] = value
+                found = self._find(key[:prefix_size], touch=False)
+                if found is not None:
+                    found[1].pending[key[prefix_size:]] = value
 
     def appended(self) -> None:
         """The view moved by added memories alone (see the module docstring): each
@@ -197,13 +176,13 @@ class HotFrames:
 
     def clear(self) -> None:
         with self._lock:
-            for pool in (self._large, self._small):
-                pool.entries.clear()
-                pool.rows = 0
+            self._large.clear()
+            self._small.clear()
 
-    def _read_tail(self, prefix: bytes, pool: _Pool, cached: _Entry, storage: Storage) -> bool:
+    def _read_tail(self, prefix: bytes, pool: SizedLru[bytes, _Entry], cached: _Entry, storage: Storage) -> bool:
         """Append to `cached` the entries stored under `prefix` after its last row
-        (lock held). False, with the prefix dropped, when they decode unsound."""
+        (lock held; the caller counts the new rows). False, with the prefix dropped,
+        when they decode unsound."""
         cols = cached.cols
         start = start_after(prefix, last_id(cols)) if len(cols) else None
         values = [value for _, value in storage.scan_items(prefix, start)]
@@ -215,11 +194,9 @@ class HotFrames:
             except ValueError:
                 new = None
             if new is None or unsound(new):
-                pool.drop(prefix)
+                pool.pop(prefix)
                 return False
             cached.cols = Columns.concat([cols, new]).materialized()
-            pool.rows += len(new)
-            pool.evict()
         return True
 
 
@@ -316,8 +293,7 @@ class JoinedCalls:
 
     def __init__(self, max_bytes: int = JOINED_BYTES) -> None:
         self.max_bytes = max_bytes
-        self._calls: OrderedDict[tuple[object, ...], tuple[object, int]] = OrderedDict()
-        self._bytes = 0
+        self._calls: SizedLru[tuple[object, ...], object] = SizedLru(max_bytes)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -325,11 +301,7 @@ class JoinedCalls:
 
     def get(self, key: tuple[object, ...]) -> object | None:
         with self._lock:
-            found = self._calls.get(key)
-            if found is None:
-                return None
-            self._calls.move_to_end(key)
-            return found[0]
+            return self._calls.get(key)
 
     def put(self, key: tuple[object, ...], value: object, size: int) -> None:
         """Keep `value` under `key`, counting `size` bytes (dropping the least recently
@@ -337,15 +309,8 @@ class JoinedCalls:
         if size > self.max_bytes:
             return
         with self._lock:
-            old = self._calls.pop(key, None)
-            self._bytes -= 0 if old is None else old[1]
-            self._calls[key] = (value, size)
-            self._bytes += size
-            while self._bytes > self.max_bytes and self._calls:
-                _, (_, gone) = self._calls.popitem(last=False)
-                self._bytes -= gone
+            self._calls.put(key, value, size)
 
     def clear(self) -> None:
         with self._lock:
             self._calls.clear()
-            self._bytes = 0

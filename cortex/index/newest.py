@@ -31,12 +31,12 @@ is kept into the next.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Generator, Mapping
 from itertools import islice
 
 from ..storage import Storage
 from . import actor_obj
+from .lru import SizedLru
 
 # An entry key is its prefix (namespace, verb, 16-byte ref hash), a creation time and an id.
 PREFIX_SIZE = len(actor_obj.PREFIX) + 1 + 16
@@ -62,9 +62,7 @@ class NewestEvents:
     """The newest entries of outcomes-tier prefixes (see the module docstring)."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
-        self.max_entries = max_entries
-        self._kept: OrderedDict[bytes, _Kept] = OrderedDict()
-        self._entries = 0
+        self._kept: SizedLru[bytes, _Kept] = SizedLru(max_entries)  # each counted at its entries
         self._lock = threading.Lock()
         # Entries read from storage through `newest()` over the handle's life.
         self.entries_read = 0
@@ -79,7 +77,7 @@ class NewestEvents:
     def cached(self, prefix: bytes) -> tuple[list[Item], bool] | None:
         """What is kept for `prefix`: its entries and whether they are all of them."""
         with self._lock:
-            kept = self._kept.get(prefix)
+            kept = self._kept.get(prefix, touch=False)
             return None if kept is None else (kept.items, kept.complete)
 
     def newest(self, prefix: bytes, storage: Storage) -> Generator[Item, None, None]:
@@ -88,8 +86,6 @@ class NewestEvents:
         when done with it, inside the read that made it: closing keeps what it read."""
         with self._lock:
             kept = self._kept.get(prefix)
-            if kept is not None:
-                self._kept.move_to_end(prefix)
         items, complete = ([], False) if kept is None else (kept.items, kept.complete)
         yield from items
         if complete:
@@ -113,28 +109,17 @@ class NewestEvents:
         with self._lock:
             for key in puts:
                 if key.startswith(actor_obj.PREFIX):
-                    self._drop(key[:PREFIX_SIZE])
+                    self._kept.pop(key[:PREFIX_SIZE])
 
     def clear(self) -> None:
         with self._lock:
             self._kept.clear()
-            self._entries = 0
 
     def _keep(self, prefix: bytes, items: list[Item], complete: bool) -> None:
         with self._lock:
-            old = self._kept.get(prefix)
+            old = self._kept.get(prefix, touch=False)
             if old is not None and (len(old.items), old.complete) >= (len(items), complete):
                 return  # another call read as far in the same view
-            self._drop(prefix)
-            if len(items) > MAX_KEPT:
-                return
-            self._kept[prefix] = _Kept(items, complete)
-            self._entries += len(items)
-            while self._entries > self.max_entries and self._kept:
-                _, oldest = self._kept.popitem(last=False)
-                self._entries -= len(oldest.items)
-
-    def _drop(self, prefix: bytes) -> None:
-        old = self._kept.pop(prefix, None)
-        if old is not None:
-            self._entries -= len(old.items)
+            self._kept.pop(prefix)
+            if len(items) <= MAX_KEPT:
+                self._kept.put(prefix, _Kept(items, complete), len(items))
