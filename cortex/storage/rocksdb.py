@@ -154,12 +154,25 @@ def _open_db(path: str, cache: Cache, secondary: str | None) -> Rdict:
     try:
         return Rdict(path, opts, column_families={"default": opts}, access_type=access)
     except Exception as exc:
+        if secondary is not None and str(exc).startswith(_TRY_AGAIN):
+            raise _WriterSwitched(f"cannot open store {path!r}: {exc}") from None
         if "lock" in str(exc).lower():
             raise StoreLocked(
                 f"store {path!r} is open for writing by another process or handle; "
                 'open it with mode="r" to read beside the writer'
             ) from None
         raise StoreError(f"cannot open store {path!r}: {exc}") from None
+
+
+# How RocksDB's TryAgain status reads: a secondary's open gets it when the writer
+# switched to a new MANIFEST and deleted the one the open was replaying.
+_TRY_AGAIN = "Operation failed. Try again."
+
+
+class _WriterSwitched(StoreError):
+    """A secondary's open overlapped the writer's switch to a new MANIFEST: like an
+    open that a flush overlapped, it is made again (`_open_whole_secondary`,
+    `catch_up`), and only a caller out of attempts sees it, as a `StoreError`."""
 
 
 def _remove_stale_secondaries() -> None:
@@ -231,20 +244,25 @@ class RocksStorage:
 
     def _open_whole_secondary(self) -> Rdict:
         """A follower's first view, opened again while the writer's flushes overlap
-        the open: the engine reads the store's identity from it at once, and a torn
-        one could lack it. After `_OPEN_PATIENCE_S` of overlapped attempts,
-        `StoreError`. A failed open leaves no secondary folder behind."""
+        the open (or its switch to a new MANIFEST makes RocksDB's open fail): the
+        engine reads the store's identity from it at once, and a torn one could lack
+        it. After `_OPEN_PATIENCE_S` of overlapped attempts, `StoreError`. A failed
+        open leaves no secondary folder behind."""
         deadline = time.monotonic() + _OPEN_PATIENCE_S
         attempts = 0
         try:
             while True:
                 seen = self._files_signature()
-                db = self._open_secondary()
                 attempts += 1
-                if not _flush_happened(seen, self._files_signature()):
-                    self._files_seen = seen
-                    return db
-                db.close()
+                try:
+                    db: Rdict | None = self._open_secondary()
+                except _WriterSwitched:
+                    db = None  # overlapped as a flush does
+                if db is not None:
+                    if not _flush_happened(seen, self._files_signature()):
+                        self._files_seen = seen
+                        return db
+                    db.close()
                 if time.monotonic() > deadline:
                     raise StoreError(f"cannot open store {self.location!r} for reading: the writer flushed or compacted "
                                      f"during each of {attempts} attempts over {_OPEN_PATIENCE_S:.0f} s")
@@ -489,22 +507,31 @@ class RocksStorage:
     def catch_up(self, reopen: bool = False) -> bool:
         """Catch up with the writer: a plain catch-up after WAL appends, a fresh
         secondary instance (~20 ms at 1M) after a flush or when `reopen` asks.
-        False when a flush overlapped every attempt."""
+        False when a flush overlapped every attempt, or the writer's switch to a new
+        MANIFEST failed every reopen (the instance before them stays, and the next
+        catch-up reopens)."""
         if not self.read_only:
             return True
         reopen = reopen or _flush_happened(self._files_seen, self._files_signature())
         seen = self._files_seen
         for _ in range(_MAX_REOPENS):
-            seen = self._files_signature()  # before: a write during catch-up shows next time
+            signature = self._files_signature()  # before: a write during catch-up shows next time
             if reopen:
-                old = self.db
-                self.db = self._open_secondary()
+                try:
+                    fresh = self._open_secondary()
+                except _WriterSwitched:
+                    continue  # the old instance stays, and so do `reopen` and the files it saw
+                old, self.db = self.db, fresh
                 old.close()
             else:
                 try:
                     self.db.try_catch_up_with_primary()
                 except Exception as exc:
-                    raise _translated(b"", exc) from None
+                    if not str(exc).startswith(_TRY_AGAIN):
+                        raise _translated(b"", exc) from None
+                    reopen = True  # the writer switched MANIFESTs under it: a fresh instance next
+                    continue
+            seen = signature
             # A flush that began while we read may have left this view torn.
             reopen = _flush_happened(seen, self._files_signature())
             if not reopen:

@@ -397,6 +397,54 @@ def test_rocksdb_a_follower_whose_every_open_overlaps_a_flush_gives_up_with_stor
     assert {name for name in set(os.listdir(tempfile.gettempdir())) - folders if name.startswith("cortex-secondary-")} == set()
 
 
+def test_rocksdb_a_follower_opens_again_when_the_writer_switches_manifest_under_its_open(tmp_path, monkeypatch) -> None:
+    """RocksDB fails a secondary's open with TryAgain when the writer switched to a new
+    MANIFEST and deleted the one the open was replaying (seen beside a flushing
+    writer under load). The follower's first open and its catch-up reopen try again,
+    as after a flush; out of attempts, the open raises the usual `StoreError`, and a
+    catch-up keeps the instance it had and reopens at the next one."""
+    import cortex.storage.rocksdb as rocks
+
+    path = str(tmp_path / "s")
+    writer = open_rocksdb(path, read_only=False, cache_mb=8, sync=False)
+    real = rocks.Rdict
+    failures = {"left": 0}
+
+    def switching(*args: object, **kwargs: object) -> object:
+        if failures["left"]:
+            failures["left"] -= 1
+            raise Exception("Operation failed. Try again.: The primary may have switched to a new MANIFEST and deleted the old one.")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rocks, "Rdict", switching)
+    try:
+        writer.write({b"k1": b"v1"})
+        failures["left"] = 2
+        follower = open_rocksdb(path, read_only=True, cache_mb=8, sync=False)
+        assert failures["left"] == 0 and follower.get(b"k1") == b"v1"
+
+        writer.write({b"k2": b"v2"})
+        writer.flush()
+        failures["left"] = 2
+        assert follower.catch_up(reopen=True) and follower.get(b"k2") == b"v2"
+
+        writer.write({b"k3": b"v3"})
+        failures["left"] = 1000
+        assert not follower.catch_up(reopen=True)
+        assert follower.get(b"k2") == b"v2"  # the instance it had still reads
+        failures["left"] = 0
+        assert follower.catch_up() and follower.get(b"k3") == b"v3"
+        follower.close()
+
+        monkeypatch.setattr(rocks, "_OPEN_PATIENCE_S", 0.05)
+        failures["left"] = 10**6
+        with pytest.raises(cortex.StoreError, match=r"the writer flushed or compacted during each of \d+ attempts"):
+            open_rocksdb(path, read_only=True, cache_mb=8, sync=False)
+    finally:
+        failures["left"] = 0
+        writer.close()
+
+
 # -- PostgreSQL only --------------------------------------------------------------
 
 
