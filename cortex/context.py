@@ -579,7 +579,7 @@ class _Candidates:
 
 
 # What `JoinedCalls` counts for a row of a call's candidates: its joined copy (14
-# columns), its masks, and the cached row its key keeps alive.
+# columns), its tier and pinned flag, and the cached row its key keeps alive.
 _ROW_BYTES = 128
 
 

@@ -131,8 +131,8 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]] | None:
 class Rows:
     """The rows a boolean mask keeps: their indexes, and the same rows as (start,
     stop) runs when the mask is long and keeps them in a few runs (a hot frame less
-    the handful of rows an earlier tier holds). One `Rows` takes from a `Columns`
-    and from the arrays that go with it alike."""
+    the handful of rows an earlier tier holds). `Columns.take` keeps one, and
+    `apply` gathers a base column at its rows."""
 
     picked: np.ndarray
     runs: list[tuple[int, int]] | None
