@@ -127,7 +127,7 @@ def _options(cache: Cache, create: bool) -> Options:
     but cost warm calls: 1M mix p50 1.50-1.63 ms against 1.30-1.47 in the eighth
     pass; at 10M in the seventeenth, a cold process's first call 15.5 -> 5 ms, the
     warm pass's p99 2.9 -> 3.0-3.6 ms. Dropping the last level's bloom filters saved
-    1.3% of the disk and moved nothing else: benchmarks/RESULTS.md.)
+    1% of the disk; ingest and reads moved within the noise: benchmarks/RESULTS.md.)
     """
     opts = Options(raw_mode=True)
     opts.create_if_missing(create)
