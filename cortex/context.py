@@ -333,18 +333,31 @@ def _decode(values: list[bytes]) -> Columns:
     return Columns.decode(values, hot.FIELDS)
 
 
-def _live(cols: Columns, now: int) -> np.ndarray:
-    """Mask of rows not expired at `now`, part by part: a part whose earliest expiry
-    is after `now` (a hot frame's cached columns, as a rule) needs no look at its rows."""
-    masks = []
+def _dropped(cols: Columns, now: int, copies: np.ndarray | None) -> np.ndarray | None:
+    """The rows every call leaves out before ranking: those expired at `now` and those
+    holding a later copy of an id (`_Candidates.copies`), in row order, each once
+    (None: no such row). Found as rows, not marked in a mask: a part whose earliest
+    expiry is after `now` (a hot frame's cached columns, as a rule) is not read at
+    all, and a hot call's tens of thousands of rows lose a handful."""
+    found = [] if copies is None else [copies]
+    at = 0
     for part in cols.parts():
-        if part.facts().min_expires > now:
-            masks.append(np.ones(len(part), dtype=bool))
-        else:
+        if part.facts().min_expires <= now:
             expires = part["expires"]
-            masks.append((expires == 0) | (expires > now))
-    live: np.ndarray = masks[0] if len(masks) == 1 else np.concatenate(masks)
-    return live
+            found.append(np.flatnonzero((expires != 0) & (expires <= now)) + at)
+        at += len(part)
+    if not found:
+        return None
+    rows: np.ndarray = np.unique(np.concatenate(found)) if len(found) > 1 or copies is not None else found[0]
+    return rows if len(rows) else None
+
+
+def _kept_mask(size: int, going: np.ndarray | None) -> np.ndarray:
+    """The mask of the rows not in `going`."""
+    keep = np.ones(size, dtype=bool)
+    if going is not None:
+        keep[going] = False
+    return keep
 
 
 def _scores(cols: Columns, pinned_rows: np.ndarray, now: int, weights: Weights) -> np.ndarray:
@@ -692,38 +705,45 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         raise _corrupt_index(e, plan, "type or version out of range")
     if journal_at is not None and facts.max_created > journal_at:
         raise TornView("a memory newer than the view's last journal entry")
-    keep = _live(cols, plan.now)
-    if scope is not None:
-        keep &= scope.mask(e.storage, cols["id_hi"], cols["id_lo"], cols["type"])
-    if candidates.copies is not None:
-        keep[candidates.copies] = False
+    going = _dropped(cols, plan.now, candidates.copies)
     stale = _Stale.empty()
-    if not plan.include_superseded and facts.flags & FLAG_SUPERSEDED:
-        superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0
-        stale = _Stale(cols.take(keep & superseded), tiers[keep & superseded], plan, weights)
-        keep &= ~superseded
+    superseding = not plan.include_superseded and bool(facts.flags & FLAG_SUPERSEDED)
+    if scope is not None or superseding:
+        keep = _kept_mask(len(cols), going)
+        if scope is not None:
+            keep &= scope.mask(e.storage, cols["id_hi"], cols["id_lo"], cols["type"])
+        if superseding:
+            superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0
+            stale = _Stale(cols.take(keep & superseded), tiers[keep & superseded], plan, weights)
+            keep &= ~superseded
+        going = np.flatnonzero(~keep) if not keep.all() else None
     scores = _scores(cols, candidates.pinned, plan.now, weights)
-    going = None if keep.all() else _rank_last(scores, keep)
+    if going is not None:
+        _rank_last(scores, going)
     count = len(cols) - (0 if going is None else len(going))
     # The bundle reads the kept rows' ids when first asked (ids are never rewritten),
     # and their tokens and scores from this call's own arrays: `cols` is a join, so
     # `tokens` is never a cached frame's column, which a later write may rewrite.
-    kept: Callable[[], Columns] = functools.cache(lambda: cols if going is None else cols.take(keep))
+    keep_mask = functools.cache(lambda: _kept_mask(len(cols), going))
+    kept: Callable[[], Columns] = functools.cache(lambda: cols if going is None else cols.take(keep_mask()))
     tokens = cols[token_field]  # u16 or u32: summed as int64, never copied whole
-    trim = _trim(scores, tokens, cols, plan.budget, count, going)
+    candidate_tokens = cols.total(token_field) - (0 if going is None else int(tokens[going].sum(dtype=np.int64)))
+    trim = _trim(scores, tokens, candidate_tokens, cols, plan.budget, count)
     dropped, total = count - len(trim.survivors), trim.total
-    gone = cols.take(trim.reachable)
-    reachable = _uris(gone["type"].tolist(), gone.ids(), gone["version"].tolist())
 
-    # Read and render the survivors only: one multi-get of the heads not in view.
+    # The survivors and the reachable rows in one take (its columns gathered once);
+    # then read and render the survivors only: one multi-get of the heads not in view.
     survivors = trim.survivors
-    chosen = cols.take(survivors)
-    keys = head_keys(chosen.ids())
+    named = cols.take(np.concatenate([survivors, trim.reachable]))
+    named_ids, versions = named.ids(), named["version"].tolist()
+    picked = len(survivors)
+    reachable = _uris(named["type"][picked:].tolist(), named_ids[picked:], versions[picked:])
+    keys = head_keys(named_ids[:picked])
     memories: dict[int, list[tuple[tuple[Any, ...], Memory]]] = {0: [], 1: [], 2: []}
     rendered: dict[str, str] = {}
     outcome_tier = _TIER_ORDER.index(Tier.OUTCOMES)
     for key, memory, tier, score, created, version in zip(
-        keys, e.current_views(keys), tiers[survivors].tolist(), scores[survivors].tolist(), chosen["created"].tolist(), chosen["version"].tolist()
+        keys, e.current_views(keys), tiers[survivors].tolist(), scores[survivors].tolist(), named["created"][:picked].tolist(), versions[:picked]
     ):
         if memory is None or memory.version != version:
             if journal_at is not None:
@@ -741,8 +761,8 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         frame_relevant=ordered[2],
         outcomes=ordered[1],
         rendered=rendered,
-        tokens=_LazyIdMap(count, lambda: kept().ids(), lambda: (tokens if going is None else tokens[keep]).tolist()),
-        scores=_LazyIdMap(count, lambda: kept().ids(), lambda: (scores if going is None else scores[keep]).tolist()),
+        tokens=_LazyIdMap(count, lambda: kept().ids(), lambda: (tokens if going is None else tokens[keep_mask()]).tolist()),
+        scores=_LazyIdMap(count, lambda: kept().ids(), lambda: (scores if going is None else scores[keep_mask()]).tolist()),
         reachable_uris=reachable,
         total_tokens=total,
         trimmed=dropped,
@@ -778,27 +798,25 @@ class _Trimmed:
 _FIRST_RANKED = 256
 
 
-def _rank_last(scores: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """The rows `keep` leaves out, given a score of -inf (a live score is never
-    negative), so that they rank after every candidate and the trim reaches none of
-    them. They stay where they are: taking the rest out would copy every column a
-    hot call reads, tens of thousands of rows, to lose a handful."""
-    going = np.flatnonzero(~keep)
+def _rank_last(scores: np.ndarray, going: np.ndarray) -> None:
+    """Give the rows in `going` a score of -inf (a live score is never negative), so
+    that they rank after every candidate and the trim reaches none of them. They stay
+    where they are: taking the rest out would copy every column a hot call reads,
+    tens of thousands of rows, to lose a handful."""
     scores[going] = -np.inf
-    return going
 
 
-def _trim(scores: np.ndarray, tokens: np.ndarray, cols: Columns, budget: int, count: int, going: np.ndarray | None) -> _Trimmed:
+def _trim(scores: np.ndarray, tokens: np.ndarray, total: int, cols: Columns, budget: int, count: int) -> _Trimmed:
     """DESIGN §6 step 6: while the token total exceeds the budget, drop the row with
     the lowest (score, id), always keeping one; the survivors are thus the longest
     run of best rows whose tokens fit (at least one), and `reachable` the rows that
-    come next. The candidates are the `count` rows not in `going` (`_rank_last`).
+    come next. The candidates are the `count` rows ranked above the ones left out
+    (`_rank_last`), and `total` their tokens.
     Only the best rows are ranked (a hot object has tens of thousands of candidates
     and a budget admits at most a few hundred): `_top` ranks the `m` best exactly,
     and when the survivors plus the reachable list do not fit in them, `m` grows
     until they do or every candidate is ranked. `cols` gives the rows' ids (read
     for the rows ranked only)."""
-    total = int(tokens.sum(dtype=np.int64)) - (0 if going is None else int(tokens[going].sum(dtype=np.int64)))
     if total <= budget or count <= 1:
         everyone = _ranking(scores, cols["id_hi"], cols["id_lo"])[:count]
         return _Trimmed(everyone[::-1], np.zeros(0, dtype=np.int64), total)

@@ -195,7 +195,7 @@ class Columns:
     a sixth of the cost of gathering 60,000 rows by index.
     """
 
-    __slots__ = ("_base", "_rows", "_runs", "_got", "_facts", "_ids", "_split")
+    __slots__ = ("_base", "_rows", "_runs", "_got", "_facts", "_totals", "_ids", "_split")
 
     def __init__(self, data: Mapping[str, np.ndarray], rows: np.ndarray | None = None,
                  runs: list[tuple[int, int]] | None = None) -> None:
@@ -205,10 +205,11 @@ class Columns:
         self._rows = rows  # indexes into the base columns, or None for all of them
         self._runs = runs  # the same rows as (start, stop) slices of the base, when few
         self._got: Mapping[str, np.ndarray] = data if rows is None else {}
-        # Invariant: the arrays of a Columns are not changed once its facts or ids are
-        # read (`cortex.index.hot.applied`, which rewrites values in place, returns a
-        # new one).
+        # Invariant: the arrays of a Columns are not changed once its facts, totals or
+        # ids are read (`cortex.index.hot.applied`, which rewrites values in place,
+        # returns a new one).
         self._facts: Facts | None = None
+        self._totals: dict[str, int] | None = None  # `total()` by column
         self._ids: list[bytes] | None = None  # `ids()`, kept: every call reads the pinned tier's
         self._split: list[tuple[int, np.ndarray, np.ndarray]] | None = None  # `_Joined.split` of the rows
 
@@ -241,6 +242,18 @@ class Columns:
             parts = self.parts()
             self._facts = Facts.of(self) if parts[0] is self else Facts.join([part.facts() for part in parts])
         return self._facts
+
+    def total(self, name: str) -> int:
+        """The sum of column `name` over the rows (computed once; a joined set's from
+        its parts': a hot frame's token count is read, not summed, call after call)."""
+        if self._totals is None:
+            self._totals = {}
+        total = self._totals.get(name)
+        if total is None:
+            parts = self.parts()
+            total = int(self[name].sum(dtype=np.int64)) if parts[0] is self else sum(part.total(name) for part in parts)
+            self._totals[name] = total
+        return total
 
     def parts(self) -> list[Columns]:
         """The sets of columns these rows are the concatenation of, in order: the parts

@@ -205,14 +205,22 @@ def same(a: Columns, b: Columns) -> bool:
     return len(a) == len(b) and all(np.array_equal(a[name], b[name]) for name in FIELDS)
 
 
+# Up to this many ids sharing `hi` with several reference rows, `locate` searches
+# each in its own run.
+_SEARCHED_ONE_BY_ONE = 8
+
+
 def locate(hi: np.ndarray, lo: np.ndarray, ref_hi: np.ndarray, ref_lo: np.ndarray) -> np.ndarray:
     """For each id (hi[i], lo[i]): its row in the reference ids, which are sorted by
     (hi, lo) and distinct, or -1 when absent.
 
     One search on `hi` settles the ids whose `hi` no reference row shares, or one
     row only. The rest (ids made in the same millisecond share `hi`: a `write_many`
-    batch makes a thousand such) are searched as 16-byte strings, over the reference
-    rows that span them (`entry.id_keys`).
+    batch makes a thousand such) are searched by `lo` in their own run of reference
+    rows (which the sort by (hi, lo) orders by `lo`) when they are a few, and as
+    16-byte strings over the reference rows that span them (`entry.id_keys`) when
+    they are more: one search each costs less than making strings of a span of tens
+    of thousands of rows, but not for hundreds of ids.
     """
     rows = np.full(len(hi), -1, dtype=np.int64)
     if not len(hi) or not len(ref_hi):
@@ -227,6 +235,12 @@ def locate(hi: np.ndarray, lo: np.ndarray, ref_hi: np.ndarray, ref_lo: np.ndarra
         stops = np.searchsorted(ref_hi, hi[shared], side="right")
         if int((stops - at[shared]).max()) == 1:
             return rows  # each of them shares `hi` with one reference row only: absent
+        if len(shared) <= _SEARCHED_ONE_BY_ONE:
+            for row, first, end in zip(shared.tolist(), at[shared].tolist(), stops.tolist()):
+                found = first + int(np.searchsorted(ref_lo[first:end], lo[row]))
+                if found < end and ref_lo[found] == lo[row]:
+                    rows[row] = found
+            return rows
         start, stop = int(at[shared].min()), int(stops.max())
         ref, ids = id_keys(ref_hi[start:stop], ref_lo[start:stop]), id_keys(hi[shared], lo[shared])
         found = np.minimum(np.searchsorted(ref, ids), len(ref) - 1)
