@@ -10,7 +10,9 @@ from the index values alone, and only then reads the survivors:
 4. FrameRelevant: everything under `idx/frame/<verb><kind><hash(ref)>` per object,
    not already in an earlier tier (dedup priority Pinned > Outcomes > FrameRelevant);
 5. score every candidate with the live salience (store weights, pinned floor for
-   the pinned tier); expired memories are dropped (tombstoned ones have no entries),
+   the pinned tier; when the trim drops some, a hot frame's rows only as far as
+   bounds by importance show they could rank among the best: `_Bounded`, which
+   gives the same bundle); expired memories are dropped (tombstoned ones have no entries),
    and so are memories outside the call's scope, before anything is scored (a
    scope is verified once per call, in the same view: `cortex.scope`);
 6. trim: drop the lowest (score, id) while the chosen form's tokens exceed the
@@ -54,7 +56,7 @@ from .index import actor_obj, edge, entry, frame, hot, packs, pinned
 from .index.entry import Columns
 from .memory import Memory
 from .model import Edge, MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, from_micros, json_value, to_micros
-from .salience.score import DEFAULT_WEIGHTS, Weights, live_scores
+from .salience.score import DEFAULT_WEIGHTS, Weights, live_scores, upper_bounds
 from .records import FLAG_CONTRADICTED, FLAG_SUPERSEDED, IV_FLAGS, head_keys
 
 DEFAULT_BUDGET_TOKENS = 3000
@@ -717,9 +719,6 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
             stale = _Stale(cols.take(keep & superseded), tiers[keep & superseded], plan, weights)
             keep &= ~superseded
         going = np.flatnonzero(~keep) if not keep.all() else None
-    scores = _scores(cols, candidates.pinned, plan.now, weights)
-    if going is not None:
-        _rank_last(scores, going)
     count = len(cols) - (0 if going is None else len(going))
     # The bundle reads the kept rows' ids when first asked (ids are never rewritten),
     # and their tokens and scores from this call's own arrays: `cols` is a join, so
@@ -728,7 +727,21 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     kept: Callable[[], Columns] = functools.cache(lambda: cols if going is None else cols.take(keep_mask()))
     tokens = cols[token_field]  # u16 or u32: summed as int64, never copied whole
     candidate_tokens = cols.total(token_field) - (0 if going is None else int(tokens[going].sum(dtype=np.int64)))
-    trim = _trim(scores, tokens, candidate_tokens, cols, plan.budget, count)
+    # Every candidate is scored unless the trim drops some and a large part of them
+    # lies in the frame tier: then `_Bounded` scores only what can reach the best.
+    bounded = _bounded_parts(cols, tiers) if candidate_tokens > plan.budget and count > 1 else []
+    all_scores: Callable[[], np.ndarray]
+    if bounded:
+        ranking = _Bounded(cols, candidates.pinned, bounded, plan.now, weights, keep_mask())
+        scores, top = ranking.scores, ranking.top
+        all_scores = functools.cache(lambda: _ranked_scores(cols, candidates.pinned, plan.now, weights, going))
+    else:
+        scores = _ranked_scores(cols, candidates.pinned, plan.now, weights, going)
+        top, all_scores = functools.partial(_top, scores, cols), lambda: scores
+    if candidate_tokens <= plan.budget or count <= 1:
+        trim = _Trimmed(_ranking(scores, cols["id_hi"], cols["id_lo"])[:count][::-1], np.zeros(0, dtype=np.int64), candidate_tokens)
+    else:
+        trim = _trim(top, tokens, plan.budget, count)
     dropped, total = count - len(trim.survivors), trim.total
 
     # The survivors and the reachable rows in one take (its columns gathered once);
@@ -762,7 +775,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         outcomes=ordered[1],
         rendered=rendered,
         tokens=_LazyIdMap(count, lambda: kept().ids(), lambda: (tokens if going is None else tokens[keep_mask()]).tolist()),
-        scores=_LazyIdMap(count, lambda: kept().ids(), lambda: (scores if going is None else scores[keep_mask()]).tolist()),
+        scores=_LazyIdMap(count, lambda: kept().ids(), lambda: (all_scores() if going is None else all_scores()[keep_mask()]).tolist()),
         reachable_uris=reachable,
         total_tokens=total,
         trimmed=dropped,
@@ -771,7 +784,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
         form=plan.form,
         root=root,
         request=_request(plan),
-        dropped_ids=_LazyTexts(lambda: _texts(cols.take(_ranking(scores, cols["id_hi"], cols["id_lo"])[len(trim.survivors):count]).ids())),
+        dropped_ids=_LazyTexts(lambda: _texts(cols.take(_ranking(all_scores(), cols["id_hi"], cols["id_lo"])[len(trim.survivors):count]).ids())),
         weights=weights,
         now=from_micros(plan.now),
         conflicts=_conflicts(e, kept()) if facts.flags & FLAG_CONTRADICTED else [],
@@ -798,31 +811,29 @@ class _Trimmed:
 _FIRST_RANKED = 256
 
 
-def _rank_last(scores: np.ndarray, going: np.ndarray) -> None:
-    """Give the rows in `going` a score of -inf (a live score is never negative), so
-    that they rank after every candidate and the trim reaches none of them. They stay
-    where they are: taking the rest out would copy every column a hot call reads,
-    tens of thousands of rows, to lose a handful."""
-    scores[going] = -np.inf
+def _ranked_scores(cols: Columns, pinned_rows: np.ndarray, now: int, weights: Weights, going: np.ndarray | None) -> np.ndarray:
+    """The live score of every row, and -inf for the rows in `going` (a live score is
+    never negative), so that they rank after every candidate and the trim reaches
+    none of them. They stay where they are: taking the rest out would copy every
+    column a hot call reads, tens of thousands of rows, to lose a handful."""
+    scores = _scores(cols, pinned_rows, now, weights)
+    if going is not None:
+        scores[going] = -np.inf
+    return scores
 
 
-def _trim(scores: np.ndarray, tokens: np.ndarray, total: int, cols: Columns, budget: int, count: int) -> _Trimmed:
-    """DESIGN §6 step 6: while the token total exceeds the budget, drop the row with
-    the lowest (score, id), always keeping one; the survivors are thus the longest
-    run of best rows whose tokens fit (at least one), and `reachable` the rows that
-    come next. The candidates are the `count` rows ranked above the ones left out
-    (`_rank_last`), and `total` their tokens.
+def _trim(top: Callable[[int], np.ndarray], tokens: np.ndarray, budget: int, count: int) -> _Trimmed:
+    """DESIGN §6 step 6 when the `count` candidates' tokens exceed the budget: while
+    the token total exceeds the budget, drop the candidate with the lowest (score,
+    id), always keeping one; the survivors are thus the longest run of best rows
+    whose tokens fit (at least one), and `reachable` the rows that come next.
     Only the best rows are ranked (a hot object has tens of thousands of candidates
-    and a budget admits at most a few hundred): `_top` ranks the `m` best exactly,
-    and when the survivors plus the reachable list do not fit in them, `m` grows
-    until they do or every candidate is ranked. `cols` gives the rows' ids (read
-    for the rows ranked only)."""
-    if total <= budget or count <= 1:
-        everyone = _ranking(scores, cols["id_hi"], cols["id_lo"])[:count]
-        return _Trimmed(everyone[::-1], np.zeros(0, dtype=np.int64), total)
+    and a budget admits at most a few hundred): `top(m)` gives the `m` best exactly,
+    best first (`_top`, `_Bounded.top`), and when the survivors plus the reachable
+    list do not fit in them, `m` grows until they do or every candidate is ranked."""
     m = min(count, _FIRST_RANKED)
     while True:
-        best = _top(scores, cols, m)
+        best = top(m)
         running = np.cumsum(tokens[best], dtype=np.int64)
         over = np.flatnonzero(running > budget)
         # Tokens are never negative, so the running total only grows: the survivors are
@@ -832,6 +843,142 @@ def _trim(scores: np.ndarray, tokens: np.ndarray, total: int, cols: Columns, bud
             break
         m = min(count, m * 4)
     return _Trimmed(best[:kept][::-1], best[kept : kept + MAX_REACHABLE_URIS], int(running[kept - 1]))
+
+
+# A frame-tier part of a call's candidates with at least this many rows (a hot
+# frame's cached columns) is scored importance by importance (`_Bounded`).
+_BOUNDED_FROM = 16384
+
+
+def _bounded_parts(cols: Columns, tiers: np.ndarray) -> list[tuple[int, Columns]]:
+    """The parts of `cols` that `_Bounded` scores importance by importance, with the
+    row each starts at: those of `_BOUNDED_FROM` rows or more in the frame tier (the
+    rows are in tier order, so a part whose first row is in the last tier is all in
+    it: no pinned floor applies to its rows)."""
+    found = []
+    at = 0
+    frame_tier = _TIER_ORDER.index(Tier.FRAME_RELEVANT)
+    for part in cols.parts():
+        if len(part) and len(part) >= _BOUNDED_FROM and tiers[at] == frame_tier:
+            found.append((at, part))
+        at += len(part)
+    return found
+
+
+def _maxima(part: Columns) -> tuple[int, int, int, int]:
+    """The greatest last use, access count, citation count and importance of the rows."""
+    return (int(part["last_used"].max()), int(part["access"].max()), int(part["citations"].max()),
+            int(part["importance"].max()))
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """The rows of a part with one importance (`rows`, in row order) and the fields
+    their scores are made of, copied out in that order: a group is scored from
+    arrays of its own, not gathered from the part's columns at every call."""
+
+    rows: np.ndarray
+    last_used: np.ndarray
+    access: np.ndarray
+    citations: np.ndarray
+    importance: np.ndarray
+
+    @staticmethod
+    def of(part: Columns, importance: int) -> _Group:
+        rows = np.flatnonzero(part["importance"] == importance)
+        return _Group(rows, part["last_used"][rows], part["access"][rows], part["citations"][rows], part["importance"][rows])
+
+
+class _Bounded:
+    """A call's ranking without scoring every candidate: the same `top(m)` as `_top`
+    over the scores of every row, for calls whose candidates hold a large part in
+    the frame tier (a hot frame: tens of thousands of rows, of which the trim keeps
+    a few dozen).
+
+    The rows of such a part are split into groups by importance, and each group has
+    an upper bound: the score of the part's greatest last use, access count and
+    citation count at that importance (`upper_bounds`; a score grows with each of
+    its fields, and no weight is negative). The other parts are scored whole, then
+    groups in falling order of their bounds, until at least `m` scored candidates
+    score above the next group's bound. No row left unscored can then be among the
+    `m` best (it scores below `m` scored ones, strictly, so no tie by id can lift
+    it), and the `m` best of the scored rows are the `m` best of all. With the
+    weights the harness's stores learn, a hot call scores one group in eleven.
+
+    `scores` holds the scored rows' scores where they lie (-inf for the rows `keep`
+    leaves out); the other entries are unset. A part keeps its greatest fields and
+    the groups it was asked for (`Columns.derived`): a hot frame's cached columns
+    serve call after call.
+    """
+
+    def __init__(self, cols: Columns, pinned_rows: np.ndarray, parts: list[tuple[int, Columns]], now: int,
+                 weights: Weights, keep: np.ndarray) -> None:
+        self._cols, self._parts, self._now, self._weights, self._keep = cols, parts, now, weights, keep
+        self.scores = np.empty(len(cols))
+        self._scored: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]  # the rows scored, a group (or a part) at a time
+        bounded = {start for start, _ in parts}
+        at = 0
+        for part in cols.parts():
+            stop = at + len(part)
+            if at not in bounded:
+                live_scores(part["last_used"], part["access"], part["citations"], part["importance"],
+                            pinned_rows[at:stop], now, weights, self.scores[at:stop])
+                self._add(np.arange(at, stop))
+            at = stop
+        groups: list[tuple[float, int, int]] = []
+        for index, (_, part) in enumerate(parts):
+            last_used, access, citations, importance = part.derived("maxima", _maxima)
+            importances = np.arange(importance, -1, -1, dtype=np.uint8)
+            bounds = upper_bounds(last_used, access, citations, importances, now, weights)
+            groups += zip((-bounds).tolist(), [index] * len(importances), importances.tolist())
+        groups.sort()
+        self._groups = groups  # (-bound, part, importance), best bound first
+        self._next = 0  # the first group not scored yet
+        self._joined: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _add(self, rows: np.ndarray) -> None:
+        """Count `rows` as scored (their scores are in `scores`), the dropped ones at -inf."""
+        dropped = rows[~self._keep[rows]]
+        if len(dropped):
+            self.scores[dropped] = -np.inf
+        self._scored.append(rows)
+        self._joined = None
+
+    def _rows_and_scores(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every row scored so far and its score."""
+        if self._joined is None:
+            rows = np.concatenate(self._scored)
+            self._joined = rows, self.scores[rows]
+        return self._joined
+
+    def _holds_best(self, m: int) -> bool:
+        """Whether the `m` best candidates are all scored: at least `m` scored ones
+        score above the bound of every group not scored (-inf, a dropped row's, never
+        does)."""
+        if self._next == len(self._groups):
+            return True
+        _, values = self._rows_and_scores()
+        return int(np.count_nonzero(values > -self._groups[self._next][0])) >= m
+
+    def _score_next_group(self) -> None:
+        _, index, importance = self._groups[self._next]
+        self._next += 1
+        start, part = self._parts[index]
+        group = part.derived(("group", importance), lambda p: _Group.of(p, importance))
+        if not len(group.rows):
+            return
+        rows = group.rows + start
+        self.scores[rows] = live_scores(group.last_used, group.access, group.citations, group.importance,
+                                        np.zeros(len(rows), dtype=bool), self._now, self._weights)
+        self._add(rows)
+
+    def top(self, m: int) -> np.ndarray:
+        """The indexes of the `m` best candidates by (score, id), best first."""
+        while not self._holds_best(m):
+            self._score_next_group()
+        rows, values = self._rows_and_scores()
+        ranked: np.ndarray = rows[_top(values, self._cols.take(rows), m)]
+        return ranked
 
 
 def _ranking(scores: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import cortex
@@ -110,36 +110,70 @@ def _design_trim(b: cortex.Bundle, reachable_size: int = 64) -> tuple[list[str],
     return sorted(order[dropped:]), order[:dropped][::-1][:reachable_size], total
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+class _CountedBounded(context_module._Bounded):
+    """`_Bounded`, counting the calls that ranked with it and the groups they left unscored."""
+
+    calls = 0
+    unscored = 0
+
+    def top(self, m: int):
+        ranked = super().top(m)
+        _CountedBounded.calls += 1
+        _CountedBounded.unscored += len(self._groups) - self._next
+        return ranked
+
+
+# Seeds on which a fault in the bounded ranking (`_Bounded`) showed, each fault
+# tried alone: rows left out not ranked last, bounds that ignore access and
+# citations, groups scored from the lowest bound up, ties with the next group's
+# bound taken as enough. Hypothesis's draws may miss them; these run every time.
+@example(seed=0, ranking=(256, 64), sort_dedup_rows=0, gather_share=8, bounded_from=1)
+@example(seed=23, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3)
+@example(seed=4, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3)
+@example(seed=8, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), ranking=st.sampled_from([(1, 2), (3, 5), (2, 64), (16, 3), (256, 64)]),
-       sort_dedup_rows=st.sampled_from([0, 2048]), gather_share=st.sampled_from([0, 8]))
-def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path_factory, seed, ranking, sort_dedup_rows, gather_share):
+       sort_dedup_rows=st.sampled_from([0, 2048]), gather_share=st.sampled_from([0, 8]),
+       bounded_from=st.sampled_from([1, 1, 3, 1 << 40]))
+def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path_factory, seed, ranking, sort_dedup_rows, gather_share, bounded_from):
     rng = random.Random(seed)
     # Rank few rows first and (in some examples) keep a short reachable list, so that
     # small stores take every path of the trim: widening the ranking, and stopping
-    # with rows left unranked; and dedup by search between blocks as hot objects do.
+    # with rows left unranked; dedup by search between blocks as hot objects do; and
+    # frame-tier parts scored importance by importance, best bound first, from any
+    # size (1) or from a few rows (3: small parts scored whole beside them).
     saved = (context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS,
-             entry_module._RUNS_FROM, entry_module._GATHER_SHARE)
+             context_module._BOUNDED_FROM, context_module._Bounded, entry_module._RUNS_FROM, entry_module._GATHER_SHARE)
     context_module.MAX_REACHABLE_URIS = ranking[1]
+    context_module._Bounded = _CountedBounded
     try:
-        _check_against_full_scan(tmp_path_factory, rng, ranking[0], sort_dedup_rows, gather_share)
+        _check_against_full_scan(tmp_path_factory, rng, ranking[0], sort_dedup_rows, gather_share, bounded_from)
     finally:
         (context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS,
-         entry_module._RUNS_FROM, entry_module._GATHER_SHARE) = saved
+         context_module._BOUNDED_FROM, context_module._Bounded, entry_module._RUNS_FROM, entry_module._GATHER_SHARE) = saved
 
 
-def _fast_paths(on: bool, first_ranked: int = 0, sort_dedup_rows: int = 0, gather_share: int = 0) -> None:
+def test_the_bounded_ranking_ran_and_left_groups_unscored():
+    """The property test above compared the bounded ranking with a full one, and the
+    bound let it stop early in some calls (runs after it: pytest keeps file order)."""
+    assert _CountedBounded.calls > 0 and _CountedBounded.unscored > 0
+
+
+def _fast_paths(on: bool, first_ranked: int = 0, sort_dedup_rows: int = 0, gather_share: int = 0, bounded_from: int = 1) -> None:
     """Set the composer's fast paths: a partial ranking, dedup by search, lazy joins
     and takes by runs of rows at any size, small takes gathered from the parts of a
-    join (every take, with `gather_share` 0), or (off) a ranking of every row, dedup
-    by one sort, and numpy's plain concatenate and gather."""
+    join (every take, with `gather_share` 0), frame-tier parts scored by bounds from
+    `bounded_from` rows, or (off) a ranking of every row scored, dedup by one sort,
+    and numpy's plain concatenate and gather."""
     context_module._FIRST_RANKED = first_ranked if on else 1 << 40
     context_module._SORT_DEDUP_ROWS = sort_dedup_rows if on else 1 << 40
+    context_module._BOUNDED_FROM = bounded_from if on else 1 << 40
     entry_module._RUNS_FROM = 0 if on else 1 << 40
     entry_module._GATHER_SHARE = gather_share if on else 1 << 40
 
 
-def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked: int, sort_dedup_rows: int, gather_share: int) -> None:
+def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked: int, sort_dedup_rows: int, gather_share: int,
+                             bounded_from: int) -> None:
     reachable_size = context_module.MAX_REACHABLE_URIS
     clock = FakeClock()
     with open_store(tmp_path_factory.mktemp("hot") / "s", clock) as c:
@@ -153,7 +187,7 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
                 query = _query(rng)
                 _weigh(engine, rng)
                 engine.hot, engine.heads, engine.newest, engine.joins = cache, heads, newest, joins
-                _fast_paths(True, first_ranked, sort_dedup_rows, gather_share)
+                _fast_paths(True, first_ranked, sort_dedup_rows, gather_share, bounded_from)
                 cached = c.context(**query)
                 newest_kept = max(newest_kept, len(newest))
                 engine.hot = engine.heads = engine.newest = engine.joins = None
@@ -742,21 +776,52 @@ def test_the_partial_ranking_checks_its_sampled_cutoff():
         assert context_module._top(s, ids, m).tolist() == context_module._ranking(s, hi, lo)[:m].tolist()
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.integers(-10**12, 10**14), st.integers(0, 20000), st.integers(0, 5000), st.integers(0, 10)),
+                  min_size=1, max_size=200),
+    raw_weights=st.tuples(*[st.sampled_from([0.0, 1.0]) | st.floats(0.01, 1.0)] * 4).filter(lambda w: sum(w) > 0),
+)
+def test_a_group_bound_is_at_least_every_score_in_its_group(rows, raw_weights):
+    """`upper_bounds` at a part's greatest last use, access and citation counts is at
+    least the live score of each of its rows at the row's importance (stamps after
+    the call's time included), whatever the weights: what lets `_Bounded` leave a
+    group unscored."""
+    import numpy as np
+
+    from cortex.salience import score
+
+    now = 1_700_000_000_000_000
+    ages, access, citations, importance = (np.array(col) for col in zip(*rows))
+    last_used = (now - ages).astype(np.uint64)
+    access, citations, importance = access.astype(np.uint32), citations.astype(np.uint32), importance.astype(np.uint8)
+    weights = score.Weights(*(w / sum(raw_weights) for w in raw_weights))
+    scores = score.live_scores(last_used, access, citations, importance, np.zeros(len(rows), dtype=bool), now, weights)
+    bounds = score.upper_bounds(int(last_used.max()), int(access.max()), int(citations.max()), np.arange(11, dtype=np.uint8), now, weights)
+    assert (scores <= bounds[importance]).all()
+    assert (bounds[:-1] <= bounds[1:]).all()  # a higher importance never bounds lower
+
+
 @settings(max_examples=200, deadline=None)
 @given(ref=st.sets(st.tuples(st.sampled_from([0, 1, 7, 2**63, 2**64 - 1]), st.sampled_from([0, 1, 255, 256, 2**8 * 3, 2**63, 2**64 - 1])
                              | st.integers(0, 2**64 - 1)), max_size=60),
        asked=st.lists(st.tuples(st.sampled_from([0, 1, 7, 2**63, 2**64 - 1, 5]), st.sampled_from([0, 1, 255, 256, 2**63, 2**64 - 1])), max_size=30),
-       picked=st.lists(st.integers(0, 59), max_size=30))
-def test_locate_finds_each_id_in_a_block_ordered_by_id(ref, asked, picked):
+       picked=st.lists(st.integers(0, 59), max_size=30), one_by_one=st.sampled_from([0, 8, 1 << 40]))
+def test_locate_finds_each_id_in_a_block_ordered_by_id(ref, asked, picked, one_by_one):
     """Ids that share their high half (a `write_many` batch's ids share it) and low
-    halves that end in zero bytes are found exactly, and absent ids are -1."""
+    halves that end in zero bytes are found exactly, and absent ids are -1, searched
+    in their own runs (`one_by_one` of them at most) or as strings."""
     import numpy as np
 
     ordered = sorted(ref)
     where = {pair: row for row, pair in enumerate(ordered)}
     queries = asked + [ordered[i] for i in picked if i < len(ordered)]
     column = lambda pairs, i: np.array([pair[i] for pair in pairs], dtype=np.uint64)  # noqa: E731
-    rows = hot_module.locate(column(queries, 0), column(queries, 1), column(ordered, 0), column(ordered, 1))
+    saved, hot_module._SEARCHED_ONE_BY_ONE = hot_module._SEARCHED_ONE_BY_ONE, one_by_one
+    try:
+        rows = hot_module.locate(column(queries, 0), column(queries, 1), column(ordered, 0), column(ordered, 1))
+    finally:
+        hot_module._SEARCHED_ONE_BY_ONE = saved
     assert rows.tolist() == [where.get(pair, -1) for pair in queries]
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -149,6 +149,8 @@ class Rows:
         return np.concatenate([array[start:stop] for start, stop in self.runs])
 
 
+_T = TypeVar("_T")
+
 # `Facts.min_expires` when no row expires (an expiry is a u64 of microseconds).
 NO_EXPIRY = 1 << 64
 
@@ -195,7 +197,7 @@ class Columns:
     a sixth of the cost of gathering 60,000 rows by index.
     """
 
-    __slots__ = ("_base", "_rows", "_runs", "_got", "_facts", "_totals", "_ids", "_split")
+    __slots__ = ("_base", "_rows", "_runs", "_got", "_facts", "_totals", "_derived", "_ids", "_split")
 
     def __init__(self, data: Mapping[str, np.ndarray], rows: np.ndarray | None = None,
                  runs: list[tuple[int, int]] | None = None) -> None:
@@ -205,11 +207,12 @@ class Columns:
         self._rows = rows  # indexes into the base columns, or None for all of them
         self._runs = runs  # the same rows as (start, stop) slices of the base, when few
         self._got: Mapping[str, np.ndarray] = data if rows is None else {}
-        # Invariant: the arrays of a Columns are not changed once its facts, totals or
-        # ids are read (`cortex.index.hot.applied`, which rewrites values in place,
-        # returns a new one).
+        # Invariant: the arrays of a Columns are not changed once its facts, totals,
+        # derived values or ids are read (`cortex.index.hot.applied`, which rewrites
+        # values in place, returns a new one).
         self._facts: Facts | None = None
         self._totals: dict[str, int] | None = None  # `total()` by column
+        self._derived: dict[Hashable, Any] | None = None  # `derived()` by key
         self._ids: list[bytes] | None = None  # `ids()`, kept: every call reads the pinned tier's
         self._split: list[tuple[int, np.ndarray, np.ndarray]] | None = None  # `_Joined.split` of the rows
 
@@ -254,6 +257,17 @@ class Columns:
             total = int(self[name].sum(dtype=np.int64)) if parts[0] is self else sum(part.total(name) for part in parts)
             self._totals[name] = total
         return total
+
+    def derived(self, key: Hashable, make: Callable[[Columns], _T]) -> _T:
+        """`make(self)`, computed once per `key` (`make` must depend on the rows alone):
+        what calls on a hot frame's cached columns keep of them besides `facts` and
+        `total`, such as `cortex.context`'s bounds."""
+        if self._derived is None:
+            self._derived = {}
+        if key not in self._derived:
+            self._derived[key] = make(self)
+        value: _T = self._derived[key]
+        return value
 
     def parts(self) -> list[Columns]:
         """The sets of columns these rows are the concatenation of, in order: the parts

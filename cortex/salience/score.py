@@ -289,6 +289,25 @@ def _add_count_share(score: np.ndarray, counts: np.ndarray, weight: float) -> No
     score += share
 
 
+# `upper_bounds` raises each bound by this share of itself. Every step of
+# `live_scores` keeps the order of its inputs (round-to-nearest is monotone, and so
+# are the share table and the cap at 0) except exp(), which may miss it by an ulp.
+BOUND_MARGIN = 1e-9
+
+
+def upper_bounds(last_used: int, access: int, citations: int, importances: np.ndarray, now: int, weights: Weights) -> np.ndarray:
+    """For each importance: a score that no memory of that importance reaches at `now`
+    (the pinned floor aside) if its last use, access count and citations are at most
+    these. The score of those fields through `live_scores`, raised by `BOUND_MARGIN`."""
+    k = len(importances)
+    bounds = live_scores(
+        np.full(k, last_used, dtype=np.uint64), np.full(k, access, dtype=np.uint32), np.full(k, citations, dtype=np.uint32),
+        importances, np.zeros(k, dtype=bool), now, weights,
+    )
+    bounds *= 1.0 + BOUND_MARGIN
+    return bounds
+
+
 def score_of(record: Score, now: datetime, weights: Weights = DEFAULT_WEIGHTS, pinned_floor: bool = True) -> float:
     """The live score of one record (through `live_scores`, so the two agree)."""
     def one(value: int | bool) -> np.ndarray:
