@@ -732,7 +732,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     bounded = _bounded_parts(cols, tiers) if candidate_tokens > plan.budget and count > 1 else []
     all_scores: Callable[[], np.ndarray]
     if bounded:
-        ranking = _Bounded(cols, candidates.pinned, bounded, plan.now, weights, keep_mask())
+        ranking = _Bounded(cols, candidates.pinned, bounded, plan.now, weights, going)
         scores, top = ranking.scores, ranking.top
         all_scores = functools.cache(lambda: _ranked_scores(cols, candidates.pinned, plan.now, weights, going))
     else:
@@ -874,7 +874,7 @@ def _maxima(part: Columns) -> tuple[int, int, int, int]:
 @dataclass(frozen=True, slots=True)
 class _Group:
     """The rows of a part with one importance (`rows`, in row order) and the fields
-    their scores are made of, copied out in that order: a group is scored from
+    they are scored and ranked by, copied out in that order: a group is scored from
     arrays of its own, not gathered from the part's columns at every call."""
 
     rows: np.ndarray
@@ -882,11 +882,13 @@ class _Group:
     access: np.ndarray
     citations: np.ndarray
     importance: np.ndarray
+    id_hi: np.ndarray
+    id_lo: np.ndarray
 
     @staticmethod
     def of(part: Columns, importance: int) -> _Group:
         rows = np.flatnonzero(part["importance"] == importance)
-        return _Group(rows, part["last_used"][rows], part["access"][rows], part["citations"][rows], part["importance"][rows])
+        return _Group(rows, *(part[name][rows] for name in ("last_used", "access", "citations", "importance", "id_hi", "id_lo")))
 
 
 class _Bounded:
@@ -905,25 +907,26 @@ class _Bounded:
     it), and the `m` best of the scored rows are the `m` best of all. With the
     weights the harness's stores learn, a hot call scores one group in eleven.
 
-    `scores` holds the scored rows' scores where they lie (-inf for the rows `keep`
-    leaves out); the other entries are unset. A part keeps its greatest fields and
-    the groups it was asked for (`Columns.derived`): a hot frame's cached columns
-    serve call after call.
+    The rows in `going` (in row order) score -inf, as in `_ranked_scores`. `scores`
+    holds the scores of the rows `top` returned, where they lie; its other entries
+    are unset. A part keeps its greatest fields and the groups it was asked for
+    (`Columns.derived`): a hot frame's cached columns serve call after call.
     """
 
     def __init__(self, cols: Columns, pinned_rows: np.ndarray, parts: list[tuple[int, Columns]], now: int,
-                 weights: Weights, keep: np.ndarray) -> None:
-        self._cols, self._parts, self._now, self._weights, self._keep = cols, parts, now, weights, keep
+                 weights: Weights, going: np.ndarray | None) -> None:
+        self._parts, self._now, self._weights, self._going = parts, now, weights, going
         self.scores = np.empty(len(cols))
-        self._scored: list[np.ndarray] = [np.zeros(0, dtype=np.int64)]  # the rows scored, a group (or a part) at a time
+        # What is scored, a part or a group at a time: (rows, their scores, id_hi, id_lo).
+        self._scored: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         bounded = {start for start, _ in parts}
         at = 0
         for part in cols.parts():
             stop = at + len(part)
             if at not in bounded:
-                live_scores(part["last_used"], part["access"], part["citations"], part["importance"],
-                            pinned_rows[at:stop], now, weights, self.scores[at:stop])
-                self._add(np.arange(at, stop))
+                values = live_scores(part["last_used"], part["access"], part["citations"], part["importance"],
+                                     pinned_rows[at:stop], now, weights)
+                self._add(np.arange(at, stop), values, part["id_hi"], part["id_lo"])
             at = stop
         groups: list[tuple[float, int, int]] = []
         for index, (_, part) in enumerate(parts):
@@ -934,22 +937,13 @@ class _Bounded:
         groups.sort()
         self._groups = groups  # (-bound, part, importance), best bound first
         self._next = 0  # the first group not scored yet
-        self._joined: tuple[np.ndarray, np.ndarray] | None = None
 
-    def _add(self, rows: np.ndarray) -> None:
-        """Count `rows` as scored (their scores are in `scores`), the dropped ones at -inf."""
-        dropped = rows[~self._keep[rows]]
-        if len(dropped):
-            self.scores[dropped] = -np.inf
-        self._scored.append(rows)
-        self._joined = None
-
-    def _rows_and_scores(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every row scored so far and its score."""
-        if self._joined is None:
-            rows = np.concatenate(self._scored)
-            self._joined = rows, self.scores[rows]
-        return self._joined
+    def _add(self, rows: np.ndarray, values: np.ndarray, id_hi: np.ndarray, id_lo: np.ndarray) -> None:
+        """Count `rows` (in row order) as scored, the ones in `going` at -inf."""
+        if self._going is not None and len(rows):
+            at = np.minimum(np.searchsorted(rows, self._going), len(rows) - 1)
+            values[at[rows[at] == self._going]] = -np.inf
+        self._scored.append((rows, values, id_hi, id_lo))
 
     def _holds_best(self, m: int) -> bool:
         """Whether the `m` best candidates are all scored: at least `m` scored ones
@@ -957,27 +951,30 @@ class _Bounded:
         does)."""
         if self._next == len(self._groups):
             return True
-        _, values = self._rows_and_scores()
-        return int(np.count_nonzero(values > -self._groups[self._next][0])) >= m
+        above = -self._groups[self._next][0]
+        return sum(int(np.count_nonzero(values > above)) for _, values, _, _ in self._scored) >= m
 
     def _score_next_group(self) -> None:
         _, index, importance = self._groups[self._next]
         self._next += 1
         start, part = self._parts[index]
         group = part.derived(("group", importance), lambda p: _Group.of(p, importance))
-        if not len(group.rows):
-            return
-        rows = group.rows + start
-        self.scores[rows] = live_scores(group.last_used, group.access, group.citations, group.importance,
-                                        np.zeros(len(rows), dtype=bool), self._now, self._weights)
-        self._add(rows)
+        if len(group.rows):
+            values = live_scores(group.last_used, group.access, group.citations, group.importance,
+                                 np.zeros(len(group.rows), dtype=bool), self._now, self._weights)
+            self._add(group.rows + start, values, group.id_hi, group.id_lo)
 
     def top(self, m: int) -> np.ndarray:
         """The indexes of the `m` best candidates by (score, id), best first."""
         while not self._holds_best(m):
             self._score_next_group()
-        rows, values = self._rows_and_scores()
-        ranked: np.ndarray = rows[_top(values, self._cols.take(rows), m)]
+        rows, values, id_hi, id_lo = (np.concatenate(column) for column in zip(*self._scored))
+        if self._next < len(self._groups):  # the m best are among those above the next bound
+            above = np.flatnonzero(values > -self._groups[self._next][0])
+            rows, values, id_hi, id_lo = rows[above], values[above], id_hi[above], id_lo[above]
+        best = _top(values, Columns({"id_hi": id_hi, "id_lo": id_lo}), m)
+        ranked: np.ndarray = rows[best]
+        self.scores[ranked] = values[best]
         return ranked
 
 
