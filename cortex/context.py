@@ -727,21 +727,23 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     kept: Callable[[], Columns] = functools.cache(lambda: cols if going is None else cols.take(keep_mask()))
     tokens = cols[token_field]  # u16 or u32: summed as int64, never copied whole
     candidate_tokens = cols.total(token_field) - (0 if going is None else int(tokens[going].sum(dtype=np.int64)))
-    # Every candidate is scored unless the trim drops some and a large part of them
-    # lies in the frame tier: then `_Bounded` scores only what can reach the best.
-    bounded = _bounded_parts(cols, tiers) if candidate_tokens > plan.budget and count > 1 else []
+    # Every candidate is scored, unless the trim drops some and a large part of them
+    # lies in the frame tier: then `_Bounded` scores only what can rank among the best,
+    # and the bundle's `scores` and `dropped_ids` score every candidate when first read.
     all_scores: Callable[[], np.ndarray]
+    bounded = _bounded_parts(cols, tiers) if candidate_tokens > plan.budget and count > 1 else []
     if bounded:
         ranking = _Bounded(cols, candidates.pinned, bounded, plan.now, weights, going)
-        scores, top = ranking.scores, ranking.top
+        scores = ranking.scores  # the scores of the rows it ranked, where they lie
         all_scores = functools.cache(lambda: _ranked_scores(cols, candidates.pinned, plan.now, weights, going))
+        trim = _trim(ranking.top, tokens, plan.budget, count)
     else:
         scores = _ranked_scores(cols, candidates.pinned, plan.now, weights, going)
-        top, all_scores = functools.partial(_top, scores, cols), lambda: scores
-    if candidate_tokens <= plan.budget or count <= 1:
-        trim = _Trimmed(_ranking(scores, cols["id_hi"], cols["id_lo"])[:count][::-1], np.zeros(0, dtype=np.int64), candidate_tokens)
-    else:
-        trim = _trim(top, tokens, plan.budget, count)
+        all_scores = lambda: scores
+        if candidate_tokens <= plan.budget or count <= 1:  # every candidate survives
+            trim = _Trimmed(_ranking(scores, cols["id_hi"], cols["id_lo"])[:count][::-1], np.zeros(0, dtype=np.int64), candidate_tokens)
+        else:
+            trim = _trim(functools.partial(_top, scores, cols), tokens, plan.budget, count)
     dropped, total = count - len(trim.survivors), trim.total
 
     # The survivors and the reachable rows in one take (its columns gathered once);
