@@ -127,30 +127,36 @@ class _CountedBounded(context_module._Bounded):
 # tried alone: rows left out not ranked last, bounds that ignore access and
 # citations, groups scored from the lowest bound up, ties with the next group's
 # bound taken as enough. Hypothesis's draws may miss them; these run every time.
-@example(seed=0, ranking=(256, 64), sort_dedup_rows=0, gather_share=8, bounded_from=1)
-@example(seed=23, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3)
-@example(seed=4, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3)
-@example(seed=8, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3)
+@example(seed=0, ranking=(256, 64), sort_dedup_rows=0, gather_share=8, bounded_from=1, always_bound=True)
+@example(seed=23, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3, always_bound=True)
+@example(seed=4, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3, always_bound=True)
+@example(seed=8, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3, always_bound=True)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), ranking=st.sampled_from([(1, 2), (3, 5), (2, 64), (16, 3), (256, 64)]),
        sort_dedup_rows=st.sampled_from([0, 2048]), gather_share=st.sampled_from([0, 8]),
-       bounded_from=st.sampled_from([1, 1, 3, 1 << 40]))
-def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path_factory, seed, ranking, sort_dedup_rows, gather_share, bounded_from):
+       bounded_from=st.sampled_from([1, 1, 3, 1 << 40]), always_bound=st.booleans())
+def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path_factory, seed, ranking, sort_dedup_rows, gather_share, bounded_from,
+                                                                        always_bound):
     rng = random.Random(seed)
     # Rank few rows first and (in some examples) keep a short reachable list, so that
     # small stores take every path of the trim: widening the ranking, and stopping
     # with rows left unranked; dedup by search between blocks as hot objects do; and
     # frame-tier parts scored importance by importance, best bound first, from any
-    # size (1) or from a few rows (3: small parts scored whole beside them).
+    # size (1) or from a few rows (3: small parts scored whole beside them), where the
+    # bounds promise to leave most rows unscored or (`always_bound`) wherever they can.
     saved = (context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS,
-             context_module._BOUNDED_FROM, context_module._Bounded, entry_module._RUNS_FROM, entry_module._GATHER_SHARE)
+             context_module._BOUNDED_FROM, context_module._Bounded, context_module._worth_bounding,
+             entry_module._RUNS_FROM, entry_module._GATHER_SHARE)
     context_module.MAX_REACHABLE_URIS = ranking[1]
     context_module._Bounded = _CountedBounded
+    if always_bound:
+        context_module._worth_bounding = lambda part, now, weights: True
     try:
         _check_against_full_scan(tmp_path_factory, rng, ranking[0], sort_dedup_rows, gather_share, bounded_from)
     finally:
         (context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS,
-         context_module._BOUNDED_FROM, context_module._Bounded, entry_module._RUNS_FROM, entry_module._GATHER_SHARE) = saved
+         context_module._BOUNDED_FROM, context_module._Bounded, context_module._worth_bounding,
+         entry_module._RUNS_FROM, entry_module._GATHER_SHARE) = saved
 
 
 def test_the_bounded_ranking_ran_and_left_groups_unscored():
@@ -800,6 +806,32 @@ def test_a_group_bound_is_at_least_every_score_in_its_group(rows, raw_weights):
     bounds = score.upper_bounds(int(last_used.max()), int(access.max()), int(citations.max()), np.arange(11, dtype=np.uint8), now, weights)
     assert (scores <= bounds[importance]).all()
     assert (bounds[:-1] <= bounds[1:]).all()  # a higher importance never bounds lower
+
+
+def test_groups_are_bounded_only_where_the_bounds_can_leave_most_rows_unscored():
+    """`_worth_bounding` on a 60,000-row part, importances 0-10 in equal shares and
+    last uses over a year: yes under weights like those the harness's stores learn
+    (importance 0.65), no under DESIGN's default weights and with no weight on
+    importance, where the groups' bounds all lie above what the best rows must score."""
+    import numpy as np
+
+    from cortex.index.entry import Columns
+    from cortex.salience.score import DEFAULT_WEIGHTS
+
+    rng = np.random.default_rng(7)
+    n, now, day = 60_000, 1_700_000_000_000_000, 86_400_000_000
+    part = Columns({
+        "last_used": (now - rng.integers(27 * day, 392 * day, n)).astype(np.uint64),
+        "access": (rng.random(n) < 0.003).astype(np.uint32), "citations": np.zeros(n, dtype=np.uint32),
+        "importance": rng.integers(0, 11, n).astype(np.uint8),
+        "id_hi": np.arange(n, dtype=np.uint64), "id_lo": np.zeros(n, dtype=np.uint64),
+    })
+    def worth(weights: Weights) -> bool:
+        return context_module._worth_bounding(part, now, weights)
+
+    assert worth(Weights(0.35, 0.0, 0.0, 0.65))
+    assert not worth(DEFAULT_WEIGHTS)
+    assert not worth(Weights(0.5, 0.25, 0.25, 0.0))
 
 
 @settings(max_examples=200, deadline=None)

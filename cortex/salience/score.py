@@ -308,6 +308,17 @@ def upper_bounds(last_used: int, access: int, citations: int, importances: np.nd
     return bounds
 
 
+def recency_share(last_used: int, access: int, citations: int, now: int, weights: Weights) -> float:
+    """`(wr*R + wa*A + wc*C) / (wr + wa + wc + wd)` of one memory at `now`: its score
+    but for importance (and the pinned floor), in Python floats, within an ulp or
+    two of `live_scores`. For estimates that choose a way of computing, never for a
+    score that ranks."""
+    wr, wa, wc, wd = weights.as_tuple()
+    r = math.exp(-max(0, now - last_used) / RECENCY_SCALE_US)
+    a, c = (min(1.0, math.log1p(n) / _LOG_1001) for n in (access, citations))
+    return (wr * r + wa * a + wc * c) / (wr + wa + wc + wd)
+
+
 def score_of(record: Score, now: datetime, weights: Weights = DEFAULT_WEIGHTS, pinned_floor: bool = True) -> float:
     """The live score of one record (through `live_scores`, so the two agree)."""
     def one(value: int | bool) -> np.ndarray:
