@@ -7,6 +7,7 @@ class F:
     def __init__(self): self.d = pathlib.Path(tempfile.mkdtemp()); self.n = 0
     def mktemp(self, name): self.n += 1; p = self.d / f"{name}{self.n}"; p.mkdir(); return p
 cm._Bounded = T._CountedBounded
+cm._worth_bounding = lambda part, now, weights: True
 for seed in range(int(sys.argv[1])):
     for ranking, bf in (((256, 64), 1), ((2, 64), 1), ((16, 3), 3)):
         cm.MAX_REACHABLE_URIS = ranking[1]

@@ -1,10 +1,10 @@
 import sys, shutil, subprocess, os
 faults = {
  "min_last_used": ("    return (int(part[\"last_used\"].max()),", "    return (int(part[\"last_used\"].min()),"),
- "no_minus_inf": ("        if len(dropped):\n            self.scores[dropped] = -np.inf\n", "        pass\n"),
- "no_counts": ("            bounds = upper_bounds(last_used, access, citations, importances, now, weights)", "            bounds = upper_bounds(last_used, 0, 0, importances, now, weights)"),
+ "no_minus_inf": ("            values[at[rows[at] == self._going]] = -np.inf\n", "            pass\n"),
+ "no_counts": ("bounds = upper_bounds(last_used, access, citations, np.arange(importance + 1", "bounds = upper_bounds(last_used, 0, 0, np.arange(importance + 1"),
  "ascending": ("        groups.sort()\n", "        groups.sort(reverse=True)\n"),
- "ge_not_gt_no_margin": ("        return mth > -self._groups[self._next][0]", "        return mth >= -self._groups[self._next][0] / (1.0 + 1e-9)"),
+ "ge_not_gt_no_margin": ("        return sum(int(np.count_nonzero(values > above)) for", "        return sum(int(np.count_nonzero(values >= above / (1.0 + 1e-9))) for"),
 }
 name = sys.argv[1]
 a, b = faults[name]
