@@ -885,7 +885,14 @@ def _worth_bounding(part: Columns, now: int, weights: Weights) -> bool:
     other terms are never negative). So once the rows of importance `v` and above
     number `_FIRST_RANKED`, the best `_FIRST_RANKED` candidates score at least that,
     and a group whose bound is no higher is never scored. A group's bound is its
-    importance's share plus `recency_share` at the part's greatest fields."""
+    importance's share plus `recency_share` at the part's greatest fields.
+
+    A part's first call scores every row and looks at nothing: the greatest fields
+    and the counts by importance cost ~80 µs at 40,000 rows, and a writer's own
+    cached frame is a new part after each of its writes."""
+    if not part.known("maxima") and not part.known("called"):
+        part.derived("called", lambda _: True)
+        return False
     last_used, access, citations, importance = part.derived("maxima", _maxima)
     counts: list[int] = part.derived("importance counts", lambda p: np.bincount(p["importance"]).tolist())
     if sum(weights.as_tuple()) <= 0:

@@ -269,6 +269,10 @@ class Columns:
         value: _T = self._derived[key]
         return value
 
+    def known(self, key: Hashable) -> bool:
+        """Whether `derived(key, ...)` has been computed for these rows."""
+        return self._derived is not None and key in self._derived
+
     def parts(self) -> list[Columns]:
         """The sets of columns these rows are the concatenation of, in order: the parts
         of a lazy concat (`concat`), or this set alone."""
