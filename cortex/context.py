@@ -887,10 +887,12 @@ def _worth_bounding(part: Columns, now: int, weights: Weights) -> bool:
     and a group whose bound is no higher is never scored. A group's bound is its
     importance's share plus `recency_share` at the part's greatest fields.
 
-    A part's first call scores every row and looks at nothing: the greatest fields
-    and the counts by importance cost ~80 µs at 40,000 rows, and a writer's own
-    cached frame is a new part after each of its writes."""
-    if not part.known("maxima") and not part.known("called"):
+    The first call on a part that writes or new entries made anew (`hot.REFRESHED`:
+    a writer's own cached frame is new columns after each of its writes) scores
+    every row and looks at nothing: the greatest fields and the counts by importance
+    cost ~80 µs at 40,000 rows. Other parts (read from the store, as a reader's
+    first call on an object reads them) are looked at from their first call."""
+    if part.known(hot.REFRESHED) and not part.known("maxima") and not part.known("called"):
         part.derived("called", lambda _: True)
         return False
     last_used, access, citations, importance = part.derived("maxima", _maxima)

@@ -810,10 +810,10 @@ def test_a_group_bound_is_at_least_every_score_in_its_group(rows, raw_weights):
 
 def test_groups_are_bounded_only_where_the_bounds_can_leave_most_rows_unscored():
     """`_worth_bounding` on a 60,000-row part, importances 0-10 in equal shares and
-    last uses over a year: from its second call, yes under weights like those the
-    harness's stores learn (importance 0.65), no under DESIGN's default weights and
-    with no weight on importance, where the groups' bounds all lie above what the
-    best rows must score."""
+    last uses over a year: yes under weights like those the harness's stores learn
+    (importance 0.65), no under DESIGN's default weights and with no weight on
+    importance, where the groups' bounds all lie above what the best rows must
+    score; and not on the first call on columns that writes made anew."""
     import numpy as np
 
     from cortex.index.entry import Columns
@@ -830,10 +830,15 @@ def test_groups_are_bounded_only_where_the_bounds_can_leave_most_rows_unscored()
     def worth(weights: Weights) -> bool:
         return context_module._worth_bounding(part, now, weights)
 
-    assert not worth(Weights(0.35, 0.0, 0.0, 0.65))  # a part's first call scores every row
     assert worth(Weights(0.35, 0.0, 0.0, 0.65))
     assert not worth(DEFAULT_WEIGHTS)
     assert not worth(Weights(0.5, 0.25, 0.25, 0.0))
+    # Columns that writes made anew (a writer's cached frame after a write): the first
+    # call scores every row and computes nothing; the next one decides.
+    fresh = Columns(part.data)
+    fresh.derived(hot_module.REFRESHED, lambda _: True)
+    assert not context_module._worth_bounding(fresh, now, Weights(0.35, 0.0, 0.0, 0.65)) and not fresh.known("maxima")
+    assert context_module._worth_bounding(fresh, now, Weights(0.35, 0.0, 0.0, 0.65))
 
 
 @settings(max_examples=200, deadline=None)

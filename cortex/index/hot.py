@@ -130,12 +130,14 @@ class HotFrames:
             if found is None:
                 return None
             pool, cached = found
-            before = len(cached.cols)
+            before, kept = len(cached.cols), cached.cols
             if cached.generation != self._generation and not self._read_tail(prefix, pool, cached, storage):
                 return None
             if cached.pending:
                 cached.cols = applied(cached.cols, cached.pending).materialized()
                 cached.pending = {}
+            if cached.cols is not kept:
+                cached.cols.derived(REFRESHED, lambda _: True)
             if len(cached.cols) != before:
                 pool.put(prefix, cached, _size(cached))
             return cached.cols
@@ -208,6 +210,11 @@ def same(a: Columns, b: Columns) -> bool:
 # Up to this many ids sharing `hi` with several reference rows, `locate` searches
 # each in its own run.
 _SEARCHED_ONE_BY_ONE = 8
+
+
+# What `lookup` marks the columns with (`Columns.derived`) when writes or new entries
+# made them anew: a writer's own cached frame is new columns after each of its writes.
+REFRESHED = "refreshed"
 
 
 def locate(hi: np.ndarray, lo: np.ndarray, ref_hi: np.ndarray, ref_lo: np.ndarray) -> np.ndarray:
