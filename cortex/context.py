@@ -56,7 +56,7 @@ from .index import actor_obj, edge, entry, frame, hot, packs, pinned
 from .index.entry import Columns
 from .memory import Memory
 from .model import Edge, MemoryType, ObjKind, Tier, Verb, check_datetime, check_ref, from_micros, json_value, to_micros
-from .salience.score import DEFAULT_WEIGHTS, Weights, live_scores, recency_share, upper_bounds
+from .salience.score import DEFAULT_WEIGHTS, Weights, live_scores, score_without_importance, upper_bounds
 from .records import FLAG_CONTRADICTED, FLAG_SUPERSEDED, IV_FLAGS, head_keys
 
 DEFAULT_BUDGET_TOKENS = 3000
@@ -885,7 +885,7 @@ def _worth_bounding(part: Columns, now: int, weights: Weights) -> bool:
     other terms are never negative). So once the rows of importance `v` and above
     number `_FIRST_RANKED`, the best `_FIRST_RANKED` candidates score at least that,
     and a group whose bound is no higher is never scored. A group's bound is its
-    importance's share plus `recency_share` at the part's greatest fields.
+    importance's share plus `score_without_importance` at the part's greatest fields.
 
     The first call on a part that writes or new entries made anew (`hot.REFRESHED`:
     a writer's own cached frame is new columns after each of its writes) scores
@@ -907,7 +907,7 @@ def _worth_bounding(part: Columns, now: int, weights: Weights) -> bool:
             break
     else:
         return False
-    rest = recency_share(last_used, access, citations, now, weights)
+    rest = score_without_importance(last_used, access, citations, now, weights)
     unsure = sum(count for v, count in enumerate(counts) if rest + per_step * v > per_step * floor_importance)
     return 2 * unsure < len(part)
 
@@ -951,7 +951,9 @@ class _Bounded:
     The rows in `going` (in row order) score -inf, as in `_ranked_scores`. `scores`
     holds the scores of the rows `top` returned, where they lie; its other entries
     are unset. A part keeps its greatest fields and the groups it was asked for
-    (`Columns.derived`): a hot frame's cached columns serve call after call.
+    (`Columns.derived`): a hot frame's cached columns serve call after call. The
+    hot-frame cache does not count them in its budget: 41 bytes a row at most, when
+    calls have asked for every group (one or two groups in eleven, as a rule).
     """
 
     def __init__(self, cols: Columns, pinned_rows: np.ndarray, parts: list[tuple[int, Columns]], now: int,

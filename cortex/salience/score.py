@@ -308,7 +308,7 @@ def upper_bounds(last_used: int, access: int, citations: int, importances: np.nd
     return bounds
 
 
-def recency_share(last_used: int, access: int, citations: int, now: int, weights: Weights) -> float:
+def score_without_importance(last_used: int, access: int, citations: int, now: int, weights: Weights) -> float:
     """`(wr*R + wa*A + wc*C) / (wr + wa + wc + wd)` of one memory at `now`: its score
     but for importance (and the pinned floor), in Python floats, within an ulp or
     two of `live_scores`. For estimates that choose a way of computing, never for a
