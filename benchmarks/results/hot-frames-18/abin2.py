@@ -3,6 +3,8 @@ from datetime import datetime, timezone
 import sys, time, random, numpy as np
 import os; sys.path.insert(0, os.environ.get("ABPKG", "/tmp/abpkg"))
 import cortex, cortex_base
+import cortex.context as _cc
+if os.environ.get("BF"): _cc._BOUNDED_FROM = int(os.environ["BF"])
 from cortex.bench import hotframe
 from cortex.bench.workload import Workload
 store, mem, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])

@@ -12,6 +12,9 @@ d = f"/tmp/fault-{name}"
 shutil.rmtree(d, ignore_errors=True)
 shutil.copytree("/work/main/cortex", d + "/cortex"); shutil.copytree("/work/main/tests", d + "/tests"); shutil.copy("/work/main/pyproject.toml", d)
 p = d + "/cortex/context.py"; s = open(p).read(); assert s.count(a) == 1, name; open(p, "w").write(s.replace(a, b))
-r = subprocess.run([sys.executable, "/work/h18/faultrun.py", "30"],
+how = sys.argv[2] if len(sys.argv) > 2 else "direct"  # direct: faultrun.py on 30 fixed seeds; pytest: the property test
+check = ([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "faultrun.py"), "30"] if how == "direct" else
+         [sys.executable, "-m", "pytest", "-x", "-q", "tests/test_hot_frames.py", "-k", "partially_ranked", "-p", "no:cacheprovider", "-W", "ignore", "--hypothesis-seed=0"])
+r = subprocess.run(check,
                    cwd=d, env={**os.environ, "PYTHONPATH": d}, capture_output=True, text=True)
 print(name, "rc", r.returncode, r.stdout.strip()[-200:], r.stderr.strip()[-300:])
