@@ -81,7 +81,9 @@ def _write_some(c: cortex.Cortex, clock: FakeClock, rng: random.Random, count: i
 
 def _query(rng: random.Random) -> dict:
     objects = dict(rng.sample(OBJECTS, rng.randint(1, 3)))
-    query = {"verb": rng.choice(("acquire", "deliver")), "objects": objects, "now": NOW,
+    # Calls at different times on the same cached rows: bounds kept from a call serve
+    # later ones only (`context._part_groups`).
+    query = {"verb": rng.choice(("acquire", "deliver")), "objects": objects, "now": NOW + timedelta(hours=rng.choice((-720, -30, 0, 0, 30, 720))),
              "budget_tokens": rng.choice((1, 40, 120, 300, 4000)), "form": rng.choice(("short", "medium", "full")),
              "outcome_limit": rng.choice((0, 1, 5)), "include_superseded": rng.random() < 0.25}
     if rng.random() < 0.3:
@@ -834,11 +836,17 @@ def test_groups_are_bounded_only_where_the_bounds_can_leave_most_rows_unscored()
     assert not worth(DEFAULT_WEIGHTS)
     assert not worth(Weights(0.5, 0.25, 0.25, 0.0))
     # Columns that writes made anew (a writer's cached frame after a write): the first
-    # call scores every row and computes nothing; the next one decides.
+    # call scores every row and computes nothing; the next one decides, and its groups
+    # serve later calls with the same weights, not earlier ones or other weights.
+    learned = Weights(0.35, 0.0, 0.0, 0.65)
     fresh = Columns(part.data)
     fresh.derived(hot_module.REFRESHED, lambda _: True)
-    assert not context_module._worth_bounding(fresh, now, Weights(0.35, 0.0, 0.0, 0.65)) and not fresh.known("maxima")
-    assert context_module._worth_bounding(fresh, now, Weights(0.35, 0.0, 0.0, 0.65))
+    assert context_module._part_groups(fresh, now, learned) is None and not fresh.known("maxima")
+    groups = context_module._part_groups(fresh, now, learned)
+    assert groups is not None and [importance for _, importance in groups[:3]] == [10, 9, 8]
+    assert context_module._part_groups(fresh, now + 3_600_000_000, learned) is groups
+    assert context_module._part_groups(fresh, now - 1, learned) is not groups
+    assert context_module._part_groups(fresh, now, DEFAULT_WEIGHTS) is None
 
 
 @settings(max_examples=200, deadline=None)
