@@ -350,7 +350,10 @@ def _dropped(cols: Columns, now: int, copies: np.ndarray | None) -> np.ndarray |
         at += len(part)
     if not found:
         return None
-    rows: np.ndarray = np.unique(np.concatenate(found)) if len(found) > 1 or copies is not None else found[0]
+    rows = found[0]
+    if len(found) > 1 or copies is not None:  # copies come in pair order, and a row may be a copy twice
+        rows = np.sort(np.concatenate(found))
+        rows = rows[np.concatenate(([True], rows[1:] != rows[:-1]))]
     return rows if len(rows) else None
 
 
