@@ -937,8 +937,7 @@ def _worth_bounding(part: Columns, now: int, weights: Weights) -> bool:
     other terms are never negative). So once the rows of importance `v` and above
     number `_FIRST_RANKED`, the best `_FIRST_RANKED` candidates score at least that,
     and a group whose bound is no higher is never scored. A group's bound is its
-    importance's share plus `score_without_importance` at the part's greatest fields.
-"""
+    importance's share plus `score_without_importance` at the part's greatest fields."""
     last_used, access, citations, importance = part.derived("maxima", _maxima)
     counts: list[int] = part.derived("importance counts", lambda p: np.bincount(p["importance"]).tolist())
     if sum(weights.as_tuple()) <= 0:
