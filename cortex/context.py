@@ -905,7 +905,7 @@ def _part_groups(part: Columns, now: int, weights: Weights) -> list[tuple[float,
     every row and works out nothing: the greatest fields and the counts by
     importance cost ~80 µs at 40,000 rows. Other parts (read from the store, as a
     reader's first call on an object reads them) are looked at from their first call."""
-    if part.known(hot.REFRESHED) and not part.known("maxima") and not part.known("called"):
+    if part.known(hot.REFRESHED) and not part.known("called"):
         part.derived("called", lambda _: True)
         return None
     last = part.derived("last groups", lambda _: _LastGroups())
