@@ -51,6 +51,9 @@ from . import frame, pinned
 from .entry import DTYPE, Columns, id_keys, last_id, start_after, unsound
 from .lru import SizedLru
 
+# What `lookup` marks the columns with (`Columns.derived`) when writes or new entries
+# made them anew: a writer's own cached frame is new columns after each of its writes.
+REFRESHED = "refreshed"
 # A prefix smaller than this is scanned on each call, larger ones are cached: by
 # default every one (tests raise it to see the cache fill).
 MIN_ROWS = 0
@@ -210,11 +213,6 @@ def same(a: Columns, b: Columns) -> bool:
 # Up to this many ids sharing `hi` with several reference rows, `locate` searches
 # each in its own run.
 _SEARCHED_ONE_BY_ONE = 8
-
-
-# What `lookup` marks the columns with (`Columns.derived`) when writes or new entries
-# made them anew: a writer's own cached frame is new columns after each of its writes.
-REFRESHED = "refreshed"
 
 
 def locate(hi: np.ndarray, lo: np.ndarray, ref_hi: np.ndarray, ref_lo: np.ndarray) -> np.ndarray:
