@@ -139,13 +139,19 @@ class _CountedBounded(context_module._Bounded):
        bounded_from=st.sampled_from([1, 1, 3, 1 << 40]), always_bound=st.booleans())
 def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path_factory, seed, ranking, sort_dedup_rows, gather_share, bounded_from,
                                                                         always_bound):
-    rng = random.Random(seed)
     # Rank few rows first and (in some examples) keep a short reachable list, so that
     # small stores take every path of the trim: widening the ranking, and stopping
     # with rows left unranked; dedup by search between blocks as hot objects do; and
     # frame-tier parts scored importance by importance, best bound first, from any
     # size (1) or from a few rows (3: small parts scored whole beside them), where the
     # bounds promise to leave most rows unscored or (`always_bound`) wherever they can.
+    _check_with_knobs(tmp_path_factory, seed, ranking, sort_dedup_rows, gather_share, bounded_from, always_bound)
+
+
+def _check_with_knobs(tmp_path_factory, seed: int, ranking: tuple[int, int], sort_dedup_rows: int, gather_share: int,
+                      bounded_from: int, always_bound: bool) -> None:
+    """`_check_against_full_scan` with the composer's knobs set as drawn, and `_Bounded`
+    counting its calls, then put back."""
     saved = (context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS,
              context_module._BOUNDED_FROM, context_module._Bounded, context_module._worth_bounding,
              entry_module._RUNS_FROM, entry_module._GATHER_SHARE)
@@ -154,16 +160,19 @@ def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path
     if always_bound:
         context_module._worth_bounding = lambda part, now, weights: True
     try:
-        _check_against_full_scan(tmp_path_factory, rng, ranking[0], sort_dedup_rows, gather_share, bounded_from)
+        _check_against_full_scan(tmp_path_factory, random.Random(seed), ranking[0], sort_dedup_rows, gather_share, bounded_from)
     finally:
         (context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS,
          context_module._BOUNDED_FROM, context_module._Bounded, context_module._worth_bounding,
          entry_module._RUNS_FROM, entry_module._GATHER_SHARE) = saved
 
 
-def test_the_bounded_ranking_ran_and_left_groups_unscored():
-    """The property test above compared the bounded ranking with a full one, and the
-    bound let it stop early in some calls (runs after it: pytest keeps file order)."""
+def test_the_bounded_ranking_runs_and_leaves_groups_unscored(tmp_path_factory):
+    """The comparison above, on a store where frames are bounded wherever they can be:
+    bounded calls ran, and their bounds let them stop before scoring every group (so
+    the property test compares a bounded ranking, not a full one by another road)."""
+    _CountedBounded.calls = _CountedBounded.unscored = 0
+    _check_with_knobs(tmp_path_factory, 0, (16, 3), 0, 8, 3, True)  # rank 16 rows first: a small store then stops early
     assert _CountedBounded.calls > 0 and _CountedBounded.unscored > 0
 
 
