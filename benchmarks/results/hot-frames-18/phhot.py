@@ -3,8 +3,8 @@ import cortex, cortex.context as cc
 from cortex.bench import hotframe
 store = sys.argv[1]
 names = (['view..blocks','candidates','facts','dropped','keep/tokens','ranking setup','trim','named+keys','views','loop','order','bundle','read-exit']
-         if len(sys.argv) < 3 or sys.argv[2] == "19" else  # stamp19.py
-         ['view+weights','blocks','candidates','live/keep','score','ranklast','tokens','trim','survivors+reachable','views','loop','order','bundle','read-exit'])  # stamp18.py
+         if len(sys.argv) < 3 or sys.argv[2] == "19" else  # stamp.py 19
+         ['view+weights','blocks','candidates','live/keep','score','ranklast','tokens','trim','survivors+reachable','views','loop','order','bundle','read-exit'])  # stamp.py 18
 with cortex.open(store, actor="bench-agent", mode="r") as c:
     hot = hotframe.hot_frames(c)
     qs = [h.query(f) for f in ("short","medium","full") for h in hot]
