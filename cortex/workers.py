@@ -35,7 +35,7 @@ import select
 import struct
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgpack
@@ -259,13 +259,24 @@ class FormsPool:
         except Exception:  # cannot start a process here (no sys.executable, no fork): work inline
             self._helper = None
 
-    def count(self, items: list[_Item]) -> Iterator[list[Forms]]:
+    def count(self, items: Iterable[_Item]) -> Iterator[list[Forms]]:
         """The forms of `items`, a chunk at a time, in order (see the module doc).
-        Queues every chunk now; collects them as the caller iterates."""
+
+        Takes every item now, queueing each chunk as soon as it is complete, so the
+        helper starts on the first chunk while `items` (a generator, say) still makes
+        the rest; collects the answers as the caller iterates."""
         helper = self._helper
         if helper is None or not helper.usable():
-            return iter([_count_here(self.encoding, items)])
-        chunks = [(helper.queue(items[a : a + CHUNK]), items[a : a + CHUNK]) for a in range(0, len(items), CHUNK)]
+            return iter([_count_here(self.encoding, list(items))])
+        chunks: list[tuple[int, list[_Item]]] = []
+        chunk: list[_Item] = []
+        for item in items:
+            chunk.append(item)
+            if len(chunk) == CHUNK:
+                chunks.append((helper.queue(chunk), chunk))
+                chunk = []
+        if chunk:
+            chunks.append((helper.queue(chunk), chunk))
         return self._collect(helper, chunks)
 
     def _collect(self, helper: _Helper, chunks: list[tuple[int, list[_Item]]]) -> Iterator[list[Forms]]:

@@ -101,6 +101,29 @@ def test_a_store_written_with_the_helper_is_byte_identical_to_an_inline_one(tmp_
         assert helped.verify() == []
 
 
+def test_the_helper_gets_a_chunk_while_the_rest_of_the_batch_is_still_being_made(tmp_path):
+    """`FormsPool.count` sends each chunk as soon as it is complete, so the helper
+    works while `write_many` still makes the batch's other records."""
+    with open_store(tmp_path / "s", ingest_helper=True) as store:
+        store.write_many(batch(0, 300))
+        wait_until_ready(store)
+        pool, helper = store._engine._pool, helper_of(store)
+        assert pool is not None
+        items = [(w.data, w.data.to_record(), w.forms) for w in batch(300, 3 * workers.CHUNK)]
+        first = helper.seq + 1
+        sent_when_made: list[bool] = []
+
+        def made() -> Iterator[workers._Item]:
+            for i, item in enumerate(items):
+                if i == workers.CHUNK + 1:  # the first chunk is complete, the second being made
+                    sent_when_made.append(first in helper.wanted or first in helper.answers)
+                yield item
+
+        counted = [f for chunk in pool.count(made()) for f in chunk]
+        assert sent_when_made == [True]
+        assert counted == workers._count_here(store._engine.tokenizer.name, items)
+
+
 def test_batches_below_the_threshold_never_start_a_helper(tmp_path):
     with open_store(tmp_path / "s", ingest_helper=True) as store:
         store.write_many(batch(0, workers.MIN_BATCH - 1))
