@@ -6,11 +6,12 @@ With `cortex.open(..., ingest_helper=True)` a `write_many` of at least `MIN_BATC
 memories hands that work to a helper process while the writer's thread builds the
 records of the chunks already done: the two overlap on two cores.
 
-How the work is shared: the writer queues the batch for the helper in chunks and
-consumes the answers in order; when the chunk it needs is not back yet, it takes
-the last chunk that the helper has not received and does it itself instead of
-waiting, so a slow or busy helper never makes a batch much slower than working
-inline. The forms are the same either way: both run `cortex.forms.render_texts`
+How the work is shared: the writer queues the batch for the helper in chunks, each
+as soon as its data records exist (so the helper starts while the writer makes the
+rest), and consumes the answers in order; when the chunk it needs is not back yet,
+it takes the last chunk that the helper has not received and does it itself
+instead of waiting, so a slow or busy helper never makes a batch much slower than
+working inline. The forms are the same either way: both run `cortex.forms.render_texts`
 and `count_forms`, the helper on the data rebuilt from its record (as every read
 rebuilds it).
 
@@ -270,11 +271,15 @@ class FormsPool:
             return iter([_count_here(self.encoding, list(items))])
         chunks: list[tuple[int, list[_Item]]] = []
         chunk: list[_Item] = []
-        for item in items:
-            chunk.append(item)
-            if len(chunk) == CHUNK:
-                chunks.append((helper.queue(chunk), chunk))
-                chunk = []
+        try:
+            for item in items:
+                chunk.append(item)
+                if len(chunk) == CHUNK:
+                    chunks.append((helper.queue(chunk), chunk))
+                    chunk = []
+        except BaseException:  # `items` failed: the chunks queued so far are nobody's
+            helper.forget()
+            raise
         if chunk:
             chunks.append((helper.queue(chunk), chunk))
         return self._collect(helper, chunks)

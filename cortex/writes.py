@@ -105,14 +105,16 @@ def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
     batch = check_instances("items", items, Write, "must be an iterable of cortex.Write", refused=(Write,))
     if not batch:
         return []
-    # Each record is made once: the pool queues a chunk for its helper as soon as the
-    # chunk's records exist, and `tee` keeps them for the loop below.
-    to_count, records = itertools.tee(w.data.to_record() for w in batch)
+    # Each record is made once, before the lock. With a helper, the pool queues each
+    # chunk as soon as its records exist, so the helper starts while the rest are
+    # made; `tee` keeps them for the loop below.
+    to_count, kept = itertools.tee(w.data.to_record() for w in batch)
     pool = e.forms_pool(len(batch))
     if pool is not None:
         chunks = pool.count((w.data, record, w.forms) for w, record in zip(batch, to_count))
     else:
         chunks = iter([build_forms(e.tokenizer, [(w.data, w.forms) for w in batch])])
+    records = list(kept)
     with e.lock.write():
         e.check_open()
         now = to_micros(e.now())

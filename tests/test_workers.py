@@ -124,6 +124,24 @@ def test_the_helper_gets_a_chunk_while_the_rest_of_the_batch_is_still_being_made
         assert counted == workers._count_here(store._engine.tokenizer.name, items)
 
 
+def test_items_that_fail_midway_leave_the_helper_ready_for_the_next_batch(tmp_path):
+    with twin_stores(tmp_path) as ((inline, inline_clock), (helped, helped_clock)):
+        pool, helper = helped._engine._pool, helper_of(helped)
+        assert pool is not None
+        items = [(w.data, w.data.to_record(), w.forms) for w in batch(300, 3 * workers.CHUNK)]
+
+        def failing() -> Iterator[workers._Item]:
+            yield from items[: 2 * workers.CHUNK + 1]
+            raise RuntimeError("the caller's items failed")
+
+        with pytest.raises(RuntimeError, match="items failed"):
+            pool.count(failing())
+        assert not helper.unsent and not helper.wanted
+        assert write_batches(helped, helped_clock, [400]) == write_batches(inline, inline_clock, [400])
+        assert all_items(helped) == all_items(inline)
+        assert helped._engine._pool._helper is helper and not helper.dead
+
+
 def test_batches_below_the_threshold_never_start_a_helper(tmp_path):
     with open_store(tmp_path / "s", ingest_helper=True) as store:
         store.write_many(batch(0, workers.MIN_BATCH - 1))
