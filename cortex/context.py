@@ -734,7 +734,8 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     # lies in the frame tier: then `_Bounded` scores only what can rank among the best,
     # and the bundle's `scores` and `dropped_ids` score every candidate when first read.
     all_scores: Callable[[], np.ndarray]
-    bounded = _bounded_parts(cols, tiers, plan.now, weights) if candidate_tokens > plan.budget and count > 1 else []
+    some_dropped = candidate_tokens > plan.budget and count > 1
+    bounded = _bounded_parts(cols, tiers, plan.now, weights) if some_dropped else []
     if bounded:
         ranking = _Bounded(cols, candidates.pinned, bounded, plan.now, weights, going)
         scores = ranking.scores  # the scores of the rows it ranked, where they lie
@@ -743,7 +744,7 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
     else:
         scores = _ranked_scores(cols, candidates.pinned, plan.now, weights, going)
         all_scores = lambda: scores
-        if candidate_tokens <= plan.budget or count <= 1:  # every candidate survives
+        if not some_dropped:  # every candidate survives
             trim = _Trimmed(_ranking(scores, cols["id_hi"], cols["id_lo"])[:count][::-1], np.zeros(0, dtype=np.int64), candidate_tokens)
         else:
             trim = _trim(functools.partial(_top, scores, cols), tokens, plan.budget, count)
@@ -938,11 +939,12 @@ def _worth_bounding(part: Columns, now: int, weights: Weights) -> bool:
     number `_FIRST_RANKED`, the best `_FIRST_RANKED` candidates score at least that,
     and a group whose bound is no higher is never scored. A group's bound is its
     importance's share plus `score_without_importance` at the part's greatest fields."""
+    weight_sum = sum(weights.as_tuple())
+    if weight_sum <= 0:
+        return False
     last_used, access, citations, importance = part.derived("maxima", _maxima)
     counts: list[int] = part.derived("importance counts", lambda p: np.bincount(p["importance"]).tolist())
-    if sum(weights.as_tuple()) <= 0:
-        return False
-    per_step = weights.importance / 10.0 / sum(weights.as_tuple())
+    per_step = weights.importance / 10.0 / weight_sum
     above = 0
     for floor_importance in range(importance, -1, -1):
         above += counts[floor_importance]
