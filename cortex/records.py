@@ -65,10 +65,6 @@ JOURNAL_PREFIX = b"j/"
 SALIENCE_PREFIX = b"sal/"
 META_PREFIX = b"meta/"
 INDEX_PREFIX = b"idx/"
-# The first two bytes tell these six prefixes apart (m/, mv, j/, sa, me, id), so a
-# backend can keep each prefix's keys in storage files of their own
-# (`storage/rocksdb.py`); a new top-level prefix must keep that true.
-FAMILY_BYTES = 2
 
 META_ACTOR = b"meta/actor"
 META_TOKENIZER = b"meta/tokenizer"

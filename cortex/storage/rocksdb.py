@@ -13,10 +13,6 @@ shared ROCKSDB-NOTES that the code works around stated beside the code:
   scan stopped.
 * One writer: RocksDB's LOCK file. A second read-write open fails with "lock", which
   becomes `StoreLocked`.
-* rocksdict has no setter for RocksDB's SST partitioner, so the writer's options
-  start from an options file that names it (`_writer_options`). An options file
-  RocksDB wrote itself would not do as a template: it saves a bloom filter without its
-  bits a key, and reads that back as no filter at all.
 * Followers (`mode="r"`) are secondary instances in a private folder. A secondary
   follows plain WAL appends with `try_catch_up_with_primary()`, but one that opens or
   catches up while the writer flushes, compacts or starts a new MANIFEST can keep a
@@ -42,7 +38,6 @@ from rocksdict import (
     BlockBasedOptions,
     Cache,
     DBCompressionType,
-    Env,
     Options,
     Rdict,
     ReadOptions,
@@ -51,7 +46,7 @@ from rocksdict import (
 )
 
 from ..errors import CorruptRecord, NotAStore, NotFound, StoreError, StoreLocked
-from ..records import FAMILY_BYTES, prefix_end
+from ..records import prefix_end
 from . import Batch
 
 # Fresh secondary instances a catch-up tries while the writer keeps flushing.
@@ -95,27 +90,6 @@ _Files = tuple[tuple[str, int, int, int], ...]
 # showed, but a store at rest keeps them; `compact()` (`optimize()`) merges them.
 _LEVEL0_COMPACTION_TRIGGER = 8
 
-# Table files that compactions write end where the key's top-level prefix changes
-# (`records.FAMILY_BYTES`). Heads, versions, journal entries and salience records are
-# written in ascending key order and hold three quarters of the bytes; in files of
-# their own, most of them overlap nothing in the level below, and a compaction moves
-# them down without rewriting them. Mixed with the index keys, which land all over
-# the key space, every level rewrote them: a 10M build's compactions wrote 35.3 GB,
-# against 24.7 GB with the cut, and by 20 minutes in had used 297 s of CPU against
-# 236 (benchmarks/RESULTS.md, twentieth pass). Flushes are not cut: a level-0 file
-# still spans every prefix until the compaction out of level 0 splits it. The file
-# names the RocksDB of rocksdict 0.3.29; later ones read it.
-_WRITER_OPTIONS_FILE = f"""\
-[Version]
-  rocksdb_version=9.8.4
-  options_file_version=1.1
-
-[DBOptions]
-
-[CFOptions "default"]
-  sst_partitioner_factory={{id=SstPartitionerFixedPrefixFactory;length={FAMILY_BYTES};}}
-"""
-
 # How often `compact()` looks whether RocksDB has merged level 0.
 _COMPACTION_POLL_S = 0.02
 
@@ -141,10 +115,10 @@ def open_rocksdb(path: str, *, read_only: bool, cache_mb: int, sync: bool) -> Ro
     return RocksStorage(path, read_only=read_only, cache_bytes=cache_mb << 20, sync=sync)
 
 
-def _options(cache: Cache, writer: bool) -> Options:
+def _options(cache: Cache, create: bool) -> Options:
     """The options that paid off (ROCKSDB-NOTES): raw mode, LZ4, a bloom filter, a
     block cache sized to the working set, level-0 compactions of 8 files, a short
-    MANIFEST, and for the writer, table files cut at each top-level key prefix.
+    MANIFEST.
 
     Index and filter blocks live in the block cache too, read when a read first needs
     them. Otherwise an open reads those blocks of every table file first: 265 ms of
@@ -155,8 +129,8 @@ def _options(cache: Cache, writer: bool) -> Options:
     warm pass's p99 2.9 -> 3.0-3.6 ms. Dropping the last level's bloom filters saved
     1% of the disk; ingest and reads moved within the noise: benchmarks/RESULTS.md.)
     """
-    opts = _writer_options(cache) if writer else Options(raw_mode=True)
-    opts.create_if_missing(writer)
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(create)
     opts.set_compression_type(DBCompressionType.lz4())
     opts.set_level_zero_file_num_compaction_trigger(_LEVEL0_COMPACTION_TRIGGER)
     opts.set_max_manifest_file_size(_MAX_MANIFEST_BYTES)
@@ -168,21 +142,8 @@ def _options(cache: Cache, writer: bool) -> Options:
     return opts
 
 
-def _writer_options(cache: Cache) -> Options:
-    """Raw-mode options holding the SST partitioner (`_WRITER_OPTIONS_FILE`), for
-    `_options()` to complete. Only the writer compacts, so followers go without."""
-    try:
-        with tempfile.TemporaryDirectory(prefix="cortex-options-") as folder:
-            with open(os.path.join(folder, "OPTIONS-000001"), "w", encoding="ascii") as file:
-                file.write(_WRITER_OPTIONS_FILE)
-            _, families = Options.load_latest(folder, Env(), False, cache)
-    except Exception as exc:
-        raise StoreError(f"cannot prepare the writer's RocksDB options in {tempfile.gettempdir()!r}: {exc}") from None
-    return families["default"]
-
-
 def _open_db(path: str, cache: Cache, secondary: str | None) -> Rdict:
-    opts = _options(cache, writer=secondary is None)
+    opts = _options(cache, create=secondary is None)
     if secondary is not None:
         opts.set_max_open_files(-1)  # required by secondary instances
         # A secondary loads table files in the thread that opens or catches up. With

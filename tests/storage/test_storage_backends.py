@@ -21,17 +21,7 @@ import psycopg
 import pytest
 
 import cortex
-from cortex.errors import StoreError
-from cortex.records import (
-    FAMILY_BYTES,
-    HEAD_PREFIX,
-    INDEX_PREFIX,
-    JOURNAL_PREFIX,
-    META_JOURNAL,
-    META_PREFIX,
-    SALIENCE_PREFIX,
-    VERSION_PREFIX,
-)
+from cortex.records import META_JOURNAL
 from cortex.storage.postgres import PostgresStorage, open_postgres
 from cortex.storage.rocksdb import RocksStorage, open_rocksdb
 from pgproxy import FaultProxy, dsn_via
@@ -291,51 +281,6 @@ def test_rocksdb_compact_merges_level0_and_leaves_the_trigger_at_8_files(tmp_pat
         assert storage.multi_get([b"idx/000", b"idx/100"]) == [b"version 19", b"in the memtable"]
     finally:
         storage.close()
-
-
-def test_the_top_level_key_prefixes_differ_in_their_first_family_bytes() -> None:
-    """The RocksDB writer cuts table files where a key's first `FAMILY_BYTES` change:
-    each top-level prefix must be told apart there."""
-    prefixes = [HEAD_PREFIX, VERSION_PREFIX, JOURNAL_PREFIX, SALIENCE_PREFIX, META_PREFIX, INDEX_PREFIX]
-    assert len({prefix[:FAMILY_BYTES] for prefix in prefixes}) == len(prefixes)
-
-
-def test_rocksdb_compactions_keep_each_top_level_prefix_in_table_files_of_its_own(tmp_path) -> None:
-    """A compaction ends a table file where the key's top-level prefix changes, so the
-    heads, versions, journal and salience records, written in ascending key order,
-    overlap nothing in the level below and move down without a rewrite. A reopened
-    writer does the same (RocksDB would otherwise load the options saved in the
-    store), and a follower reads the files."""
-    path = str(tmp_path / "s")
-    prefixes = [INDEX_PREFIX, JOURNAL_PREFIX, HEAD_PREFIX, META_PREFIX, VERSION_PREFIX, SALIENCE_PREFIX]
-    assert prefixes == sorted(prefixes)
-    for opening in range(2):
-        storage = open_rocksdb(path, read_only=False, cache_mb=8, sync=False)
-        try:
-            for flush in range(2):
-                storage.write({prefix + f"{opening}{flush}{i:03d}".encode(): b"v" for prefix in prefixes for i in range(100)})
-                storage.db.flush()
-            assert storage.compact() == 2
-            spans = {(file["start_key"][:FAMILY_BYTES], file["end_key"][:FAMILY_BYTES]) for file in storage.db.live_files()}
-            assert spans == {(prefix[:FAMILY_BYTES], prefix[:FAMILY_BYTES]) for prefix in prefixes}
-        finally:
-            storage.close()
-    follower = open_rocksdb(path, read_only=True, cache_mb=8, sync=False)
-    try:
-        assert [len(follower.scan_values(prefix)) for prefix in prefixes] == [400] * len(prefixes)
-    finally:
-        follower.close()
-
-
-def test_rocksdb_writer_that_cannot_prepare_its_options_raises_store_error_and_creates_nothing(tmp_path, monkeypatch) -> None:
-    """The writer's options come from a file in a temporary folder; without a usable
-    one, opening fails with a `StoreError` that says where, before any store exists."""
-    blocker = tmp_path / "a-file-not-a-folder"
-    blocker.write_text("")
-    monkeypatch.setattr(tempfile, "tempdir", str(blocker))
-    with pytest.raises(StoreError, match="cannot prepare the writer's RocksDB options in .*a-file-not-a-folder"):
-        open_rocksdb(str(tmp_path / "s"), read_only=False, cache_mb=8, sync=False)
-    assert not (tmp_path / "s").exists()
 
 
 class _FlushingWriter:
