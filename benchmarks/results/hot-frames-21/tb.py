@@ -1,22 +1,13 @@
+"""tb.py N: ing2.py's load with the helper, plus where in each batch the writer took chunks back
+(in eighths of its ~63 chunks) and how much of the writer's thread went to counting them."""
 import collections
-import itertools
-import random
-import shutil
 import sys
 import time
 
-import cortex
-from cortex.bench.workload import BATCH, START, Clock, Workload
+from ing2 import started
 
-n = int(sys.argv[1]); path = "/tmp/p1/tb"; shutil.rmtree(path, ignore_errors=True)
-w = Workload(memories=n); it = w.writes()
-bs = []
-while True:
-    b = list(itertools.islice(it, BATCH))
-    if not b: break
-    bs.append(b)
-c = cortex.open(path, actor="bench-agent", clock=Clock(START), entropy=random.Random(7).randbytes, ingest_helper=True)
-c.write_many(bs[0]); time.sleep(2)
+n = int(sys.argv[1])
+c, bs = started(n, "/tmp/p1/tb", True)
 h = c._engine._pool._helper
 pos = collections.Counter(); waits = [0.0]
 orig_tb = h.take_back_last
