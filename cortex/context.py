@@ -596,21 +596,24 @@ class _Candidates:
     copies: np.ndarray | None
 
 
-# What `JoinedCalls` counts for a row of a call's candidates: its joined copy (14
-# columns), its tier and pinned flag, and the cached row its key keeps alive.
+# What `JoinedCalls` counts for a row of a call's candidates, at most what its entry
+# holds: the joined copy (14 columns; a lazy join, a hot call's, makes only the columns
+# read whole, such as each form's tokens, and the ids once a caller reads a bundle's
+# scores), the row's tier and pinned flag, and the cached row its key keeps alive.
 _ROW_BYTES = 128
 
 
 def _candidates(e: Engine, blocks: list[_Block], included: list[Tier], counts: list[int]) -> _Candidates:
     """The `_Candidates` of `blocks`: from the handle's `JoinedCalls` when an earlier
     call had the same blocks (the same cached columns, the same raw values), else
-    joined and kept there. Calls of `JOINED_BELOW_ROWS` candidates or more (a hot
-    frame's) are joined each time: they join lazily anyway, and keeping their masks
-    (and the frames their keys hold) cost the 10M query mix more than it saved."""
-    joins = e.joins if sum(counts) < hot.JOINED_BELOW_ROWS else None
+    joined and kept there. A hot call keeps what costs it most that way: finding
+    which rows of its frame the other tiers hold, and the facts and token totals of
+    its joined rows (about a fifth of the call at 10M)."""
+    rows = sum(counts)
+    joins = e.joins
     if joins is not None:
         key = (tuple(included), tuple(counts), tuple(b.rows if isinstance(b.rows, Columns) else tuple(b.rows) for b in blocks))
-        found = joins.get(key)
+        found = joins.get(key, rows)
         if found is not None:
             return cast(_Candidates, found)
     cols = _joined(blocks)
@@ -623,7 +626,7 @@ def _candidates(e: Engine, blocks: list[_Block], included: list[Tier], counts: l
         for array in (made.tiers, made.pinned, made.copies):
             if array is not None:
                 array.flags.writeable = False
-        joins.put(key, made, len(cols) * _ROW_BYTES)
+        joins.put(key, made, rows, rows * _ROW_BYTES)
     return made
 
 

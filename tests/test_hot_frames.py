@@ -129,33 +129,35 @@ class _CountedBounded(context_module._Bounded):
 # tried alone: rows left out not ranked last, bounds that ignore access and
 # citations, groups scored from the lowest bound up, ties with the next group's
 # bound taken as enough. Hypothesis's draws may miss them; these run every time.
-@example(seed=0, ranking=(256, 64), sort_dedup_rows=0, gather_share=8, bounded_from=1, always_bound=True)
-@example(seed=23, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3, always_bound=True)
-@example(seed=4, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3, always_bound=True)
-@example(seed=8, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3, always_bound=True)
+@example(seed=0, ranking=(256, 64), sort_dedup_rows=0, gather_share=8, bounded_from=1, always_bound=True, joined_below=4096)
+@example(seed=23, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3, always_bound=True, joined_below=4096)
+@example(seed=4, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3, always_bound=True, joined_below=4096)
+@example(seed=8, ranking=(16, 3), sort_dedup_rows=0, gather_share=8, bounded_from=3, always_bound=True, joined_below=4096)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), ranking=st.sampled_from([(1, 2), (3, 5), (2, 64), (16, 3), (256, 64)]),
        sort_dedup_rows=st.sampled_from([0, 2048]), gather_share=st.sampled_from([0, 8]),
-       bounded_from=st.sampled_from([1, 1, 3, 1 << 40]), always_bound=st.booleans())
+       bounded_from=st.sampled_from([1, 1, 3, 1 << 40]), always_bound=st.booleans(), joined_below=st.sampled_from([0, 16, 4096]))
 def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path_factory, seed, ranking, sort_dedup_rows, gather_share, bounded_from,
-                                                                        always_bound):
+                                                                        always_bound, joined_below):
     # Rank few rows first and (in some examples) keep a short reachable list, so that
     # small stores take every path of the trim: widening the ranking, and stopping
     # with rows left unranked; dedup by search between blocks as hot objects do; and
     # frame-tier parts scored importance by importance, best bound first, from any
     # size (1) or from a few rows (3: small parts scored whole beside them), where the
-    # bounds promise to leave most rows unscored or (`always_bound`) wherever they can.
-    _check_with_knobs(tmp_path_factory, seed, ranking, sort_dedup_rows, gather_share, bounded_from, always_bound)
+    # bounds promise to leave most rows unscored or (`always_bound`) wherever they can;
+    # calls kept in the handle's pool of large calls from any size (0) or from a few rows (16).
+    _check_with_knobs(tmp_path_factory, seed, ranking, sort_dedup_rows, gather_share, bounded_from, always_bound, joined_below)
 
 
 def _check_with_knobs(tmp_path_factory, seed: int, ranking: tuple[int, int], sort_dedup_rows: int, gather_share: int,
-                      bounded_from: int, always_bound: bool) -> None:
+                      bounded_from: int, always_bound: bool, joined_below: int = hot_module.JOINED_BELOW_ROWS) -> None:
     """`_check_against_full_scan` with the composer's knobs set as drawn, and `_Bounded`
     counting its calls, then put back."""
     saved = (context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS,
              context_module._BOUNDED_FROM, context_module._Bounded, context_module._worth_bounding,
-             entry_module._RUNS_FROM, entry_module._GATHER_SHARE)
+             entry_module._RUNS_FROM, entry_module._GATHER_SHARE, hot_module.JOINED_BELOW_ROWS)
     context_module.MAX_REACHABLE_URIS = ranking[1]
+    hot_module.JOINED_BELOW_ROWS = joined_below
     context_module._Bounded = _CountedBounded
     if always_bound:
         context_module._worth_bounding = lambda part, now, weights: True
@@ -164,7 +166,7 @@ def _check_with_knobs(tmp_path_factory, seed: int, ranking: tuple[int, int], sor
     finally:
         (context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS,
          context_module._BOUNDED_FROM, context_module._Bounded, context_module._worth_bounding,
-         entry_module._RUNS_FROM, entry_module._GATHER_SHARE) = saved
+         entry_module._RUNS_FROM, entry_module._GATHER_SHARE, hot_module.JOINED_BELOW_ROWS) = saved
 
 
 def test_the_bounded_ranking_runs_and_leaves_groups_unscored(tmp_path_factory):
@@ -198,7 +200,7 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
         _write_some(c, clock, rng, rng.randint(20, 120), uris)
         engine = c._engine
         cache, heads, newest, joins = HotFrames(min_rows=1), engine.heads, engine.newest, engine.joins
-        newest_kept = 0
+        newest_kept = joins_kept = 0
         for round_ in range(3):
             for _ in range(6):
                 query = _query(rng)
@@ -206,7 +208,10 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
                 engine.hot, engine.heads, engine.newest, engine.joins = cache, heads, newest, joins
                 _fast_paths(True, first_ranked, sort_dedup_rows, gather_share, bounded_from)
                 cached = c.context(**query)
-                newest_kept = max(newest_kept, len(newest))
+                if round_ == 1:  # the same call again, and again: a large one is kept, then reused
+                    assert _everything(c.context(**query)) == _everything(cached), query
+                    cached = c.context(**query)
+                newest_kept, joins_kept = max(newest_kept, len(newest)), max(joins_kept, len(joins))
                 engine.hot = engine.heads = engine.newest = engine.joins = None
                 _fast_paths(False)
                 scanned = c.context(**query)
@@ -225,7 +230,7 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
             engine.hot, engine.heads, engine.newest, engine.joins = cache, heads, newest, joins
             vars(engine).pop("weights", None)
             _write_some(c, clock, rng, rng.randint(1, 30), uris)  # the caches follow these writes
-        assert len(cache) > 0 and len(heads) > 0 and newest_kept > 0 and len(joins) > 0
+        assert len(cache) > 0 and len(heads) > 0 and newest_kept > 0 and joins_kept > 0
 
 
 def _weigh(engine, rng: random.Random) -> None:
@@ -885,7 +890,9 @@ def test_a_call_on_the_same_blocks_takes_its_candidates_from_the_handle(tmp_path
     """`JoinedCalls`: a second call on the same objects in the same view joins nothing
     again and answers the same; a write to one of its objects gives a new block, so
     the next call joins afresh and shows the write; the kept arrays are read-only;
-    the byte budget drops the least recently used call first."""
+    each pool's byte budget drops its least recently used call first. Calls of
+    `JOINED_BELOW_ROWS` candidates or more (a hot frame's) have a pool of their own,
+    are kept from the second time they come, and go when the view moves."""
     clock = FakeClock()
     with open_store(tmp_path / "s", clock) as c:
         c.write_many(_facts(20) + _facts(5000, ref="big", start=20))
@@ -893,23 +900,48 @@ def test_a_call_on_the_same_blocks_takes_its_candidates_from_the_handle(tmp_path
         ask = {**GPU_ASK, "budget_tokens": 300}
         big = {**GPU_ASK, "objects": {"service": "big"}, "budget_tokens": 300}
         first = c.context(**ask)
-        c.context(**big)
-        assert len(engine.joins) == 1  # 5,000 candidates: joined (lazily) each time
+        big_first = c.context(**big)
+        assert len(engine.joins) == 1 and len(engine.joins._large) == 0  # a large call, once: not kept
         [small_key] = list(engine.joins._calls)
-        kept = engine.joins.get(small_key)
+        kept = engine.joins.get(small_key, 21)
         assert c.context(**ask).to_json() == first.to_json() and len(engine.joins) == 1
         assert not kept.tiers.flags.writeable and not kept.pinned.flags.writeable
-        assert c.context(**big).candidates == 5000 and len(engine.joins) == 1
+        assert c.context(**big).to_json() == big_first.to_json()  # the second time: kept
+        [big_key] = list(engine.joins._large)
+        kept_big = engine.joins.get(big_key, 5000)
+        assert c.context(**big).to_json() == big_first.to_json() and len(engine.joins) == 2
+        assert engine.joins.get(big_key, 5000) is kept_big and not kept_big.tiers.flags.writeable
         new = c.write(Fact(statement="newest", subject="s", predicate="p"), frames=[Frame("acquire", "service", "gpu")], importance=10)
         after = c.context(**ask)
         assert after.candidates == 21 and new.rsplit("/", 1)[1].split("#")[0] in after.scores
-        assert len(engine.joins) == 2  # the old call's entry stands until the budget drops it
-        engine.joins = hot_module.JoinedCalls(max_bytes=1)
-        c.context(**ask)
-        assert len(engine.joins) == 0  # a call larger than the budget is not kept
+        assert len(engine.joins._calls) == 2  # the old call's entry stands until the budget drops it
+        assert len(engine.joins._large) == 0  # a write moved the view: the large calls' entries went
+        c.context(**big)
+        assert list(engine.joins._large) == [big_key]  # seen before, and its blocks did not change: kept again
+        engine.joins = hot_module.JoinedCalls(max_bytes=1, large_bytes=1)
+        for _ in range(3):
+            c.context(**ask)
+            c.context(**big)
+        assert len(engine.joins) == 0  # a call larger than its pool's budget is not kept
         engine.joins = hot_module.JoinedCalls(max_bytes=21 * context_module._ROW_BYTES + 10)
         c.context(**ask)
+        c.context(**big)
+        c.context(**big)  # kept in the other pool: the small call's entry stays
+        assert len(engine.joins) == 2
         c.context(**{**ask, "budget_tokens": 100})  # the same blocks: the same entry
         [key] = list(engine.joins._calls)
         c.context(**{**ask, "include_tiers": ["frame_relevant"]})  # 21 rows more: the first goes
-        assert len(engine.joins) == 1 and list(engine.joins._calls) != [key]
+        assert len(engine.joins._calls) == 1 and list(engine.joins._calls) != [key]
+        assert list(engine.joins._large) == [big_key]
+        with open_store(tmp_path / "s", clock, mode="r") as follower:
+            joins = follower._engine.joins
+            seen = follower.context(**big)
+            follower.context(**big)
+            [follower_key] = list(joins._large)  # its own blocks: the follower's own cached columns
+            kept_big = joins.get(follower_key, 5000)
+            assert follower.context(**big).to_json() == seen.to_json() and joins.get(follower_key, 5000) is kept_big
+            c.write(Fact(statement="elsewhere", subject="s", predicate="p"), frames=[Frame("acquire", "service", "gpu")])
+            moved = follower.context(**big)  # caught up: the big frame is as it was, the root is not
+            assert moved.root != seen.root and {**moved.to_dict(), "root": seen.root} == seen.to_dict()
+            assert list(joins._large) == [follower_key]  # the same blocks (new memories elsewhere alone)
+            assert joins.get(follower_key, 5000) is not kept_big  # but the view moved: joined afresh

@@ -40,6 +40,7 @@ old one (kept with it: `Columns.facts`) never describe the new rows.
 
 from __future__ import annotations
 
+import collections
 import threading
 from collections.abc import Mapping
 
@@ -290,11 +291,22 @@ def applied(cols: Columns, pending: dict[bytes, bytes | None]) -> Columns:
 
 
 # At most this many bytes over the calls `JoinedCalls` keeps, as its callers count
-# them (what an entry holds, and the blocks its key keeps alive), and calls of fewer
-# than `JOINED_BELOW_ROWS` candidates only: from 4096 rows a join is lazy
-# (`cortex.index.entry`) and a call gains little.
+# them (what an entry holds, and the blocks its key keeps alive), in each of two
+# pools: calls of fewer than `JOINED_BELOW_ROWS` candidates, and larger ones (a hot
+# frame's, joined lazily: `cortex.index.entry`). In one pool of 64 MB, at 10M memories,
+# the ten hot frames' entries (7.7 MB each) pushed out one another and every small
+# call's: hot and cold calls both came out slower. At the 128 bytes a row that
+# `cortex.context` counts, the large pool holds calls on as many rows as the frame
+# cache's large pool (`MAX_ROWS`).
 JOINED_BYTES = 64 << 20
+LARGE_JOINED_BYTES = 128 << 20
 JOINED_BELOW_ROWS = 4096
+# A large call is kept the second time its blocks come within this many large calls
+# (by the hash of its key): a hot object asked about again and again is kept from its
+# second call, while the 10M query mix, whose large calls rarely repeat soon, keeps
+# none of them, nor the frames their keys would hold (kept from their first call, they
+# made the mix's second pass ~15% slower at the median).
+LARGE_SEEN = 32
 
 
 class JoinedCalls:
@@ -307,29 +319,60 @@ class JoinedCalls:
     outcomes tier. Joining them again gives the same rows, so a call whose key is
     here takes them from here. The key holds its blocks, so no object id is reused
     while an entry stands. Values are never changed once kept (the caller makes
-    their arrays read-only).
+    their arrays read-only). Calls of `JOINED_BELOW_ROWS` candidates or more are
+    kept in a pool of their own (`large_bytes`), so that a few hot calls never push
+    out the many small ones, and only once they repeat (`LARGE_SEEN`).
     """
 
-    def __init__(self, max_bytes: int = JOINED_BYTES) -> None:
-        self.max_bytes = max_bytes
+    def __init__(self, max_bytes: int = JOINED_BYTES, large_bytes: int = LARGE_JOINED_BYTES) -> None:
         self._calls: SizedLru[tuple[object, ...], object] = SizedLru(max_bytes)
+        self._large: SizedLru[tuple[object, ...], object] = SizedLru(large_bytes)
+        # Hashes of the keys of the last large calls that came for the first time (a
+        # hash, not the key, so that it holds no block alive; two keys sharing a hash
+        # only admit a call early).
+        self._seen: collections.deque[int] = collections.deque(maxlen=LARGE_SEEN)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._calls)
+        return len(self._calls) + len(self._large)
 
-    def get(self, key: tuple[object, ...]) -> object | None:
-        with self._lock:
-            return self._calls.get(key)
+    def _pool(self, rows: int) -> SizedLru[tuple[object, ...], object]:
+        """The pool of a call on `rows` candidates."""
+        return self._calls if rows < JOINED_BELOW_ROWS else self._large
 
-    def put(self, key: tuple[object, ...], value: object, size: int) -> None:
-        """Keep `value` under `key`, counting `size` bytes (dropping the least recently
-        used entries while over `max_bytes`)."""
-        if size > self.max_bytes:
-            return
+    def get(self, key: tuple[object, ...], rows: int) -> object | None:
+        """What a call on `rows` candidates made of the blocks in `key` (None: not kept)."""
         with self._lock:
-            self._calls.put(key, value, size)
+            return self._pool(rows).get(key)
+
+    def put(self, key: tuple[object, ...], value: object, rows: int, size: int) -> None:
+        """Keep `value` under `key` in the pool of a call on `rows` candidates, counting
+        `size` bytes (dropping that pool's least recently used entries while it is over
+        its budget; a value larger than the whole budget is not kept). A large call is
+        kept only when its key's hash is among the last `LARGE_SEEN` large keys that
+        came for the first time (it came before, lately; a kept one that the view's move
+        dropped is kept again at once); else its hash joins them."""
+        with self._lock:
+            pool = self._pool(rows)
+            if size > pool.budget:
+                return
+            if pool is self._large:
+                seen = hash(key)
+                if seen not in self._seen:
+                    self._seen.append(seen)
+                    return
+            pool.put(key, value, size)
+
+    def moved(self) -> None:
+        """The handle's view moved (a write, a follower's catch-up): drop the large
+        calls' entries. A hot frame gets new columns at each change to it, so such an
+        entry would likely never be asked for again, while keeping the old frame
+        alive. The small calls' entries stay until their budget drops them."""
+        with self._lock:
+            self._large.clear()
 
     def clear(self) -> None:
         with self._lock:
             self._calls.clear()
+            self._large.clear()
+            self._seen.clear()
