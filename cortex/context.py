@@ -423,6 +423,7 @@ class _Block:
 
     rows: list[bytes] | Columns
     by_id: bool
+    prefix: bytes | None = None  # the frame prefix whose cached columns `rows` are
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -562,14 +563,14 @@ def _frame_relevant(e: Engine, plan: _Plan) -> list[_Block]:
         prefix = frame.prefix(plan.verb, kind, ref)
         cached = None if e.hot is None else e.hot.lookup(prefix, e.storage)
         if cached is not None:
-            blocks.append(_Block(cached, by_id=True))
+            blocks.append(_Block(cached, by_id=True, prefix=prefix))
             continue
         if e.packs is not None and prefix in e.packs:
             decoded = packs.read(e.storage, prefix)
             e.entries_scanned += len(decoded)
             if e.hot is not None:
                 e.hot.store(prefix, decoded)
-            blocks.append(_Block(decoded, by_id=True))
+            blocks.append(_Block(decoded, by_id=True, prefix=prefix))
             continue
         values = e.storage.scan_values(prefix, frame.key_of(prefix))
         e.entries_scanned += len(values)
@@ -577,7 +578,7 @@ def _frame_relevant(e: Engine, plan: _Plan) -> list[_Block]:
             decoded = _decode(values)
             if not entry.unsound(decoded):
                 e.hot.store(prefix, decoded)
-                blocks.append(_Block(decoded, by_id=True))
+                blocks.append(_Block(decoded, by_id=True, prefix=prefix))
                 continue
         blocks.append(_Block(values, by_id=True))
     return blocks
@@ -596,38 +597,62 @@ class _Candidates:
     copies: np.ndarray | None
 
 
-# What `JoinedCalls` counts for a row of a call's candidates, at most what its entry
-# holds: the joined copy (14 columns; a lazy join, a hot call's, makes only the columns
-# read whole, such as each form's tokens, and the ids once a caller reads a bundle's
-# scores), the row's tier and pinned flag, and the cached row its key keeps alive.
+# What `JoinedCalls` counts for a row of a call's candidates: its joined copy (14
+# columns), its tier and pinned flag, and the cached row its key keeps alive.
 _ROW_BYTES = 128
 
 
 def _candidates(e: Engine, blocks: list[_Block], included: list[Tier], counts: list[int]) -> _Candidates:
-    """The `_Candidates` of `blocks`: from the handle's `JoinedCalls` when an earlier
-    call had the same blocks (the same cached columns, the same raw values), else
-    joined and kept there. A hot call keeps what costs it most that way: finding
-    which rows of its frame the other tiers hold, and the facts and token totals of
-    its joined rows (about a fifth of the call at 10M)."""
-    rows = sum(counts)
-    joins = e.joins
-    if joins is not None:
-        key = (tuple(included), tuple(counts), tuple(b.rows if isinstance(b.rows, Columns) else tuple(b.rows) for b in blocks))
-        found = joins.get(key, rows)
-        if found is not None:
-            return cast(_Candidates, found)
+    """The `_Candidates` of `blocks`: kept from an earlier call on the same blocks (the
+    same cached columns, the same raw values) when there is one, else joined and
+    kept. Calls of fewer than `JOINED_BELOW_ROWS` candidates are kept in the
+    handle's `JoinedCalls`; a larger one (a hot frame's) with its frame's cached
+    columns (`HotFrames.keep_joined`), which saves it finding which rows of its frame
+    the other tiers hold and the facts and token totals of its joined rows (about a
+    fifth of the call at 10M)."""
+    small = sum(counts) < hot.JOINED_BELOW_ROWS
+    joins = e.joins if small else None
+    framed = None if small or e.hot is None else _framed(e.hot, blocks)
+    if joins is None and framed is None:
+        return _joined_candidates(blocks, included, counts)
+    key = (tuple(included), tuple(counts), tuple(b.rows if isinstance(b.rows, Columns) else tuple(b.rows) for b in blocks))
+    found: object | None = None
+    if framed is not None:
+        frames, prefix, frame_cols = framed
+        found = frames.joined(prefix, frame_cols, key)
+    elif joins is not None:
+        found = joins.get(key)
+    if found is not None:
+        return cast(_Candidates, found)
+    made = _joined_candidates(blocks, included, counts)
+    for array in (made.tiers, made.pinned, made.copies):
+        if array is not None:
+            array.flags.writeable = False
+    if framed is not None:
+        frames.keep_joined(prefix, frame_cols, key, made)
+    elif joins is not None:
+        joins.put(key, made, len(made.cols) * _ROW_BYTES)
+    return made
+
+
+def _framed(frames: hot.HotFrames, blocks: list[_Block]) -> tuple[hot.HotFrames, bytes, Columns] | None:
+    """Where a large call keeps what it made of its blocks, as (cache, prefix, columns):
+    with its largest block, when that is a frame's cached columns holding more rows
+    than all the other blocks together (so that what the key holds besides them is
+    smaller than they are)."""
+    largest = max(blocks, key=len)
+    if largest.prefix is None or not isinstance(largest.rows, Columns) or 2 * len(largest) <= sum(map(len, blocks)):
+        return None
+    return frames, largest.prefix, largest.rows
+
+
+def _joined_candidates(blocks: list[_Block], included: list[Tier], counts: list[int]) -> _Candidates:
     cols = _joined(blocks)
     tiers = np.repeat(np.array([_TIER_ORDER.index(t) for t in included], dtype=np.int8), counts)
     copies = None
     if len(blocks) > 1:
         copies = _copies_by_sort(cols) if len(cols) <= _SORT_DEDUP_ROWS else _copies_by_search(_block_views(cols, blocks))
-    made = _Candidates(cols, tiers, tiers == _TIER_ORDER.index(Tier.PINNED), copies)
-    if joins is not None:
-        for array in (made.tiers, made.pinned, made.copies):
-            if array is not None:
-                array.flags.writeable = False
-        joins.put(key, made, rows, rows * _ROW_BYTES)
-    return made
+    return _Candidates(cols, tiers, tiers == _TIER_ORDER.index(Tier.PINNED), copies)
 
 
 # ---------------------------------------------------------------------------

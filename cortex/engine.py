@@ -339,11 +339,8 @@ class Engine:
                 kept = whole and was_whole and not (reopen or torn) and epoch is not None and epoch == self.cache_epoch
                 if not kept:
                     self.drop_caches()
-                else:
-                    if self.hot is not None:
-                        self.hot.appended()
-                    if self.joins is not None:
-                        self.joins.moved()
+                elif self.hot is not None:
+                    self.hot.appended()
 
     @property
     def index_entries_read(self) -> int:
@@ -550,8 +547,6 @@ class Engine:
         self.cache_epoch = epoch
         if self.hot is not None:
             self.hot.observe(puts)
-        if self.joins is not None:
-            self.joins.moved()
         if self.newest is not None:
             self.newest.observe(puts)
         if self.packs is not None:

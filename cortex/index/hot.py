@@ -28,6 +28,11 @@ under it in the handle's current view, one row per key, in key order (so by id).
 * Backends whose reads see other processes' commits without a refresh
   (PostgreSQL) get no cache: the engine does not make one for them.
 
+A prefix's entry also keeps what the last call of `JOINED_BELOW_ROWS` candidates or
+more made of its blocks with these very columns (`keep_joined`: the joined
+candidates and which rows of the frame the other tiers hold), so that a hot object
+asked about again does not join again; new columns start with none.
+
 The columns a lookup returns are never changed afterwards in a way a reader could
 see: pending updates are applied in place only at the first lookup after a write,
 and no reader of the old columns can be running then (the engine's readers-writer
@@ -40,7 +45,6 @@ old one (kept with it: `Columns.facts`) never describe the new rows.
 
 from __future__ import annotations
 
-import collections
 import threading
 from collections.abc import Mapping
 
@@ -78,12 +82,14 @@ FIELDS: tuple[str, ...] = tuple(DTYPE.names or ())
 
 
 class _Entry:
-    __slots__ = ("cols", "pending", "generation")
+    __slots__ = ("cols", "pending", "generation", "joined")
 
     def __init__(self, cols: Columns, generation: int) -> None:
         self.cols = cols
         self.pending: dict[bytes, bytes | None] = {}  # id -> its new value (None: deleted)
         self.generation = generation  # the cache's generation its rows were last read in
+        # (key, value): what the last large call on `cols` made of its blocks (`keep_joined`).
+        self.joined: tuple[tuple[object, ...], object] | None = None
 
 
 def _size(cached: _Entry) -> int:
@@ -142,6 +148,7 @@ class HotFrames:
                 cached.pending = {}
             if cached.cols is not kept:
                 cached.cols.derived(REFRESHED, lambda _: True)
+                cached.joined = None
             if len(cached.cols) != before:
                 pool.put(prefix, cached, _size(cached))
             return cached.cols
@@ -157,6 +164,29 @@ class HotFrames:
             cached = _Entry(cols.materialized(), self._generation)
             small = len(cols) < SMALL_ROWS and _size(cached) <= self._small.budget
             (self._small if small else self._large).put(prefix, cached, _size(cached))
+
+    def joined(self, prefix: bytes, cols: Columns, key: tuple[object, ...]) -> object | None:
+        """What the last large call on `prefix`'s cached columns `cols` made of the
+        blocks in `key` (`keep_joined`), or None: a call on other blocks came since,
+        or the prefix's columns are no longer `cols`."""
+        with self._lock:
+            found = self._find(prefix, touch=False)
+            if found is None or found[1].cols is not cols or found[1].joined is None:
+                return None
+            kept_key, value = found[1].joined
+            return value if kept_key == key else None
+
+    def keep_joined(self, prefix: bytes, cols: Columns, key: tuple[object, ...], value: object) -> None:
+        """Keep with `prefix`'s cached columns, while they are `cols`, what a call of
+        `JOINED_BELOW_ROWS` candidates or more made of the blocks in `key` (one call a
+        prefix: the last). It goes with the columns: when a change or the budget drops
+        them. It is not counted in the budget: tiers, pinned flags and the columns a
+        call reads whole (each form's tokens) take ~16 bytes a row, and the ids ~60
+        more once a caller reads a bundle's scores."""
+        with self._lock:
+            found = self._find(prefix, touch=False)
+            if found is not None and found[1].cols is cols:
+                found[1].joined = (key, value)
 
     def observe(self, puts: Mapping[bytes, bytes | None]) -> None:
         """Record the changes a written batch makes to cached prefixes."""
@@ -291,22 +321,14 @@ def applied(cols: Columns, pending: dict[bytes, bytes | None]) -> Columns:
 
 
 # At most this many bytes over the calls `JoinedCalls` keeps, as its callers count
-# them (what an entry holds, and the blocks its key keeps alive), in each of two
-# pools: calls of fewer than `JOINED_BELOW_ROWS` candidates, and larger ones (a hot
-# frame's, joined lazily: `cortex.index.entry`). In one pool of 64 MB, at 10M memories,
-# the ten hot frames' entries (7.7 MB each) pushed out one another and every small
-# call's: hot and cold calls both came out slower. At the 128 bytes a row that
-# `cortex.context` counts, the large pool holds calls on as many rows as the frame
-# cache's large pool (`MAX_ROWS`).
+# them (what an entry holds, and the blocks its key keeps alive), and calls of fewer
+# than `JOINED_BELOW_ROWS` candidates only. A larger call (a hot frame's, joined
+# lazily: `cortex.index.entry`) keeps what it made with the frame's cached columns
+# instead (`HotFrames.keep_joined`): in this pool, at 10M memories, the ten hot
+# frames' entries (7.7 MB counted each) pushed out one another and every small
+# call's, and both kinds of call came out slower.
 JOINED_BYTES = 64 << 20
-LARGE_JOINED_BYTES = 128 << 20
 JOINED_BELOW_ROWS = 4096
-# A large call is kept the second time its blocks come within this many large calls
-# (by the hash of its key): a hot object asked about again and again is kept from its
-# second call, while the 10M query mix, whose large calls rarely repeat soon, keeps
-# none of them, nor the frames their keys would hold (kept from their first call, they
-# made the mix's second pass ~15% slower at the median).
-LARGE_SEEN = 32
 
 
 class JoinedCalls:
@@ -319,60 +341,29 @@ class JoinedCalls:
     outcomes tier. Joining them again gives the same rows, so a call whose key is
     here takes them from here. The key holds its blocks, so no object id is reused
     while an entry stands. Values are never changed once kept (the caller makes
-    their arrays read-only). Calls of `JOINED_BELOW_ROWS` candidates or more are
-    kept in a pool of their own (`large_bytes`), so that a few hot calls never push
-    out the many small ones, and only once they repeat (`LARGE_SEEN`).
+    their arrays read-only).
     """
 
-    def __init__(self, max_bytes: int = JOINED_BYTES, large_bytes: int = LARGE_JOINED_BYTES) -> None:
+    def __init__(self, max_bytes: int = JOINED_BYTES) -> None:
+        self.max_bytes = max_bytes
         self._calls: SizedLru[tuple[object, ...], object] = SizedLru(max_bytes)
-        self._large: SizedLru[tuple[object, ...], object] = SizedLru(large_bytes)
-        # Hashes of the keys of the last large calls that came for the first time (a
-        # hash, not the key, so that it holds no block alive; two keys sharing a hash
-        # only admit a call early).
-        self._seen: collections.deque[int] = collections.deque(maxlen=LARGE_SEEN)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
-        return len(self._calls) + len(self._large)
+        return len(self._calls)
 
-    def _pool(self, rows: int) -> SizedLru[tuple[object, ...], object]:
-        """The pool of a call on `rows` candidates."""
-        return self._calls if rows < JOINED_BELOW_ROWS else self._large
-
-    def get(self, key: tuple[object, ...], rows: int) -> object | None:
-        """What a call on `rows` candidates made of the blocks in `key` (None: not kept)."""
+    def get(self, key: tuple[object, ...]) -> object | None:
         with self._lock:
-            return self._pool(rows).get(key)
+            return self._calls.get(key)
 
-    def put(self, key: tuple[object, ...], value: object, rows: int, size: int) -> None:
-        """Keep `value` under `key` in the pool of a call on `rows` candidates, counting
-        `size` bytes (dropping that pool's least recently used entries while it is over
-        its budget; a value larger than the whole budget is not kept). A large call is
-        kept only when its key's hash is among the last `LARGE_SEEN` large keys that
-        came for the first time (it came before, lately; a kept one that the view's move
-        dropped is kept again at once); else its hash joins them."""
+    def put(self, key: tuple[object, ...], value: object, size: int) -> None:
+        """Keep `value` under `key`, counting `size` bytes (dropping the least recently
+        used entries while over `max_bytes`)."""
+        if size > self.max_bytes:
+            return
         with self._lock:
-            pool = self._pool(rows)
-            if size > pool.budget:
-                return
-            if pool is self._large:
-                seen = hash(key)
-                if seen not in self._seen:
-                    self._seen.append(seen)
-                    return
-            pool.put(key, value, size)
-
-    def moved(self) -> None:
-        """The handle's view moved (a write, a follower's catch-up): drop the large
-        calls' entries. A hot frame gets new columns at each change to it, so such an
-        entry would likely never be asked for again, while keeping the old frame
-        alive. The small calls' entries stay until their budget drops them."""
-        with self._lock:
-            self._large.clear()
+            self._calls.put(key, value, size)
 
     def clear(self) -> None:
         with self._lock:
             self._calls.clear()
-            self._large.clear()
-            self._seen.clear()
