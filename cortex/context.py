@@ -619,7 +619,7 @@ def _candidates(e: Engine, blocks: list[_Block], included: list[Tier], counts: l
     found: object | None = None
     if framed is not None:
         frames, prefix, frame_cols = framed
-        found = frames.joined(prefix, frame_cols, key)
+        found = frames.joined(prefix, key)
     elif joins is not None:
         found = joins.get(key)
     if found is not None:

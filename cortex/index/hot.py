@@ -165,13 +165,13 @@ class HotFrames:
             small = len(cols) < SMALL_ROWS and _size(cached) <= self._small.budget
             (self._small if small else self._large).put(prefix, cached, _size(cached))
 
-    def joined(self, prefix: bytes, cols: Columns, key: tuple[object, ...]) -> object | None:
-        """What the last large call on `prefix`'s cached columns `cols` made of the
-        blocks in `key` (`keep_joined`), or None: a call on other blocks came since,
-        or the prefix's columns are no longer `cols`."""
+    def joined(self, prefix: bytes, key: tuple[object, ...]) -> object | None:
+        """What the last large call on `prefix`'s cached columns made of the blocks in
+        `key` (`keep_joined`), or None: a call on other blocks came since. The key
+        holds the very columns the call read, so columns that changed since never match."""
         with self._lock:
             found = self._find(prefix, touch=False)
-            if found is None or found[1].cols is not cols or found[1].joined is None:
+            if found is None or found[1].joined is None:
                 return None
             kept_key, value = found[1].joined
             return value if kept_key == key else None
