@@ -115,15 +115,18 @@ def _design_trim(b: cortex.Bundle, reachable_size: int = 64) -> tuple[list[str],
 
 
 class _CountedBounded(context_module._Bounded):
-    """`_Bounded`, counting the calls that ranked with it and the groups they left unscored."""
+    """`_Bounded`, counting the calls that ranked with it, the groups they left unscored
+    and the plain rows they left unscored in the groups they opened."""
 
     calls = 0
     unscored = 0
+    tail_rows = 0
 
     def top(self, m: int):
         ranked = super().top(m)
         _CountedBounded.calls += 1
         _CountedBounded.unscored += len(self._groups) - self._next
+        _CountedBounded.tail_rows += sum(len(tail.group.plain.rows) - tail.scored for tail in self._tails)
         return ranked
 
 
@@ -153,9 +156,9 @@ def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path
 
 
 def _check_with_knobs(tmp_path_factory, seed: int, ranking: tuple[int, int], sort_dedup_rows: int, gather_share: int,
-                      bounded_from: int, always_bound: bool, joined_below: int = hot_module.JOINED_BELOW_ROWS) -> None:
+                      bounded_from: int, always_bound: bool, joined_below: int = hot_module.JOINED_BELOW_ROWS) -> int:
     """`_check_against_full_scan` with the composer's knobs set as drawn, and `_Bounded`
-    counting its calls, then put back."""
+    counting its calls, then put back; returns what the check returns."""
     saved = (context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS,
              context_module._BOUNDED_FROM, context_module._Bounded, context_module._worth_bounding,
              entry_module._RUNS_FROM, entry_module._GATHER_SHARE, hot_module.JOINED_BELOW_ROWS)
@@ -165,7 +168,7 @@ def _check_with_knobs(tmp_path_factory, seed: int, ranking: tuple[int, int], sor
     if always_bound:
         context_module._worth_bounding = lambda part, now, weights: True
     try:
-        _check_against_full_scan(tmp_path_factory, random.Random(seed), ranking[0], sort_dedup_rows, gather_share, bounded_from)
+        return _check_against_full_scan(tmp_path_factory, random.Random(seed), ranking[0], sort_dedup_rows, gather_share, bounded_from)
     finally:
         (context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS,
          context_module._BOUNDED_FROM, context_module._Bounded, context_module._worth_bounding,
@@ -174,11 +177,16 @@ def _check_with_knobs(tmp_path_factory, seed: int, ranking: tuple[int, int], sor
 
 def test_the_bounded_ranking_runs_and_leaves_groups_unscored(tmp_path_factory):
     """The comparison above, on a store where frames are bounded wherever they can be:
-    bounded calls ran, and their bounds let them stop before scoring every group (so
-    the property test compares a bounded ranking, not a full one by another road)."""
+    bounded calls ran, and their bounds let them stop before scoring every group, or
+    every row of the groups they scored (so the property test compares a bounded
+    ranking, not a full one by another road)."""
     _CountedBounded.calls = _CountedBounded.unscored = 0
     _check_with_knobs(tmp_path_factory, 0, (16, 3), 0, 8, 3, True)  # rank 16 rows first: a small store then stops early
     assert _CountedBounded.calls > 0 and _CountedBounded.unscored > 0
+    # Ranking one row first, calls stop with plain rows of the groups they opened unscored.
+    _CountedBounded.tail_rows = 0
+    _check_with_knobs(tmp_path_factory, 0, (1, 2), 0, 8, 1, True)
+    assert _CountedBounded.tail_rows > 0
 
 
 def _fast_paths(on: bool, first_ranked: int = 0, sort_dedup_rows: int = 0, gather_share: int = 0, bounded_from: int = 1) -> None:
@@ -195,7 +203,10 @@ def _fast_paths(on: bool, first_ranked: int = 0, sort_dedup_rows: int = 0, gathe
 
 
 def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked: int, sort_dedup_rows: int, gather_share: int,
-                             bounded_from: int) -> None:
+                             bounded_from: int) -> int:
+    """Calls with the fast paths and caches on, each against the same call with them
+    off (the full scan), on a random store as writes go on; returns the most cached
+    frames that kept a large call's candidates at once (`HotFrames.keep_joined`)."""
     reachable_size = context_module.MAX_REACHABLE_URIS
     clock = FakeClock()
     with open_store(tmp_path_factory.mktemp("hot") / "s", clock) as c:
@@ -203,7 +214,7 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
         _write_some(c, clock, rng, rng.randint(20, 120), uris)
         engine = c._engine
         cache, heads, newest, joins = HotFrames(min_rows=1), engine.heads, engine.newest, engine.joins
-        newest_kept = joins_kept = 0
+        newest_kept = joins_kept = frames_kept = 0
         for round_ in range(3):
             for _ in range(6):
                 query = _query(rng)
@@ -214,7 +225,7 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
                 if round_ == 1:  # the same call again: it takes what the first one kept
                     again = c.context(**query)
                     assert _everything(again) == _everything(cached), query
-                newest_kept, joins_kept = max(newest_kept, len(newest)), max(joins_kept, len(joins) + _frames_with_joins(cache))
+                newest_kept, joins_kept, frames_kept = max(newest_kept, len(newest)), max(joins_kept, len(joins)), max(frames_kept, _frames_with_joins(cache))
                 engine.hot = engine.heads = engine.newest = engine.joins = None
                 _fast_paths(False)
                 scanned = c.context(**query)
@@ -233,7 +244,11 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
             engine.hot, engine.heads, engine.newest, engine.joins = cache, heads, newest, joins
             vars(engine).pop("weights", None)
             _write_some(c, clock, rng, rng.randint(1, 30), uris)  # the caches follow these writes
-        assert len(cache) > 0 and len(heads) > 0 and newest_kept > 0 and joins_kept > 0
+        assert len(cache) > 0 and len(heads) > 0 and newest_kept > 0
+        # With `JOINED_BELOW_ROWS` 0 every call is large, and kept with its frame only
+        # where one frame holds most of its rows: a store may have none such.
+        assert joins_kept + frames_kept > 0 or hot_module.JOINED_BELOW_ROWS == 0
+        return frames_kept
 
 
 def _frames_with_joins(cache: HotFrames) -> int:
@@ -832,12 +847,109 @@ def test_a_group_bound_is_at_least_every_score_in_its_group(rows, raw_weights):
     assert (bounds[:-1] <= bounds[1:]).all()  # a higher importance never bounds lower
 
 
-def test_groups_are_bounded_only_where_the_bounds_can_leave_most_rows_unscored():
+@settings(max_examples=150, deadline=None)
+@given(
+    ages=st.lists(st.integers(-10**12, 10**14) | st.sampled_from([0, 1, 10**9, 10**9 + 1]), min_size=2, max_size=300),
+    importance=st.integers(0, 10),
+    raw_weights=st.tuples(*[st.sampled_from([0.0, 1.0]) | st.floats(0.01, 1.0)] * 4).filter(lambda w: sum(w) > 0),
+)
+def test_no_plain_row_scores_above_raised_of_an_earlier_one(ages, importance, raw_weights):
+    """The rows of a group with no access and no citation (`context._Group.plain`),
+    latest last use first: no row scores above `raised` of any earlier row's score
+    (stamps after the call's time included), whatever the weights. What lets
+    `_Bounded` leave the rest of a group unscored after any of its rows."""
+    import numpy as np
+
+    from cortex.index.entry import Columns
+    from cortex.salience import score
+
+    now = 1_700_000_000_000_000
+    n = len(ages)
+    part = Columns({
+        "last_used": (now - np.array(ages)).astype(np.uint64), "access": np.zeros(n, dtype=np.uint32),
+        "citations": np.zeros(n, dtype=np.uint32), "importance": np.full(n, importance, dtype=np.uint8),
+        "id_hi": np.arange(n, dtype=np.uint64), "id_lo": np.zeros(n, dtype=np.uint64),
+    })
+    weights = score.Weights(*(w / sum(raw_weights) for w in raw_weights))
+    plain = context_module._Group.of(part, importance).plain
+    assert len(plain.rows) == n and (np.diff(plain.last_used.astype(np.int64)) <= 0).all()
+    values = plain.scores(0, n, now, weights)
+    assert (values == score.live_scores(part["last_used"], part["access"], part["citations"], part["importance"],
+                                        np.zeros(n, dtype=bool), now, weights)[plain.rows]).all()
+    assert all(values[i + 1:].max() <= score.raised(float(values[i])) for i in range(n - 1))
+
+
+# Draws on which a fault showed, each fault tried alone: rows with citations (with an
+# access) taken as plain, tails bounded below their last scored row.
+@example(seed=0, sizes=(0, 1, 296), stamps=3, counted_share=0.01, going_share=0.0, raw_weights=(0.4, 0.2, 0.2, 0.2), asked=[2])
+@example(seed=0, sizes=(0, 1, 80), stamps=3, counted_share=0.1, going_share=0.0, raw_weights=(0.4, 0.2, 0.2, 0.2), asked=[1])
+@example(seed=0, sizes=(0, 1, 39), stamps=3, counted_share=0.0, going_share=0.0, raw_weights=(0.35, 0.0, 0.0, 0.65), asked=[1])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    sizes=st.tuples(st.integers(0, 40), st.integers(1, 3000), st.integers(0, 3000)),
+    stamps=st.sampled_from([3, 50, 10**6]),
+    counted_share=st.sampled_from([0.0, 0.01, 0.1, 0.5, 1.0]),
+    going_share=st.sampled_from([0.0, 0.002, 0.3]),
+    raw_weights=st.sampled_from([(0.35, 0.0, 0.0, 0.65), (0.4, 0.2, 0.2, 0.2), (0.5, 0.25, 0.25, 0.0), (0.0, 0.0, 0.0, 1.0),
+                                 (1.0, 0.0, 0.0, 0.0), (0.0, 0.5, 0.5, 0.0)]),
+    asked=st.lists(st.integers(1, 7000), min_size=1, max_size=4),
+)
+def test_the_bounded_ranking_is_the_head_of_the_ranking_of_every_score(seed, sizes, stamps, counted_share, going_share, raw_weights, asked):
+    """`_Bounded.top(m)` for growing `m` (as the trim asks) gives the `m` best rows by
+    (score, id) of every row scored, with their scores, on candidates of a small part
+    scored whole (some of it pinned) and one or two large parts scored group by group
+    and row by row: last uses with many ties or few, some rows or all with an access
+    or a citation, rows dropped, weights that leave importance, recency or both out."""
+    import numpy as np
+
+    from cortex.index.entry import Columns
+
+    rng = np.random.default_rng(seed)
+    now, day = 1_700_000_000_000_000, 86_400_000_000
+
+    ids = iter(rng.permutation(sum(sizes)).tolist())  # no two rows share an id (copies go before ranking)
+
+    def part(n: int) -> Columns:
+        return Columns({
+            "last_used": (now - rng.integers(0, stamps, n) * (392 * day // stamps)).astype(np.uint64),
+            "access": (rng.integers(1, 50, n) * (rng.random(n) < counted_share)).astype(np.uint32),
+            "citations": (rng.integers(1, 9, n) * (rng.random(n) < counted_share)).astype(np.uint32),
+            "importance": rng.integers(0, 11, n).astype(np.uint8),
+            "id_hi": rng.integers(0, 4, n).astype(np.uint64), "id_lo": np.array([next(ids) for _ in range(n)], dtype=np.uint64),
+        })
+
+    saved = entry_module._RUNS_FROM, context_module._worth_bounding
+    entry_module._RUNS_FROM = 0  # the join keeps its parts
+    context_module._worth_bounding = lambda part, now, weights: True
+    try:
+        cols = Columns.concat([part(n) for n in sizes])
+        parts = cols.parts()
+        weights = Weights(*raw_weights)
+        pinned = np.zeros(len(cols), dtype=bool)
+        pinned[: sizes[0]] = rng.random(sizes[0]) < 0.5
+        going = np.flatnonzero(rng.random(len(cols)) < going_share)
+        going = going if len(going) else None
+        starts = np.cumsum([0, *sizes[:-1]])
+        bounded = [(int(start), p, context_module._part_groups(p, now, weights)) for start, p in zip(starts[1:], parts[1:]) if len(p)]
+        every = context_module._ranked_scores(cols, pinned, now, weights, going)
+        ranking = context_module._Bounded(cols, pinned, bounded, now, weights, going)
+        count = len(cols) - (0 if going is None else len(going))  # the trim asks for no more
+        for m in sorted(min(m, count) for m in asked if count):
+            top = ranking.top(m)
+            assert top.tolist() == context_module._top(every, cols, m).tolist()
+            assert (ranking.scores[top] == every[top]).all()
+    finally:
+        entry_module._RUNS_FROM, context_module._worth_bounding = saved
+
+
+def test_groups_are_bounded_only_where_opening_them_costs_less_than_scoring_every_row():
     """`_worth_bounding` on a 60,000-row part, importances 0-10 in equal shares and
     last uses over a year: yes under weights like those the harness's stores learn
-    (importance 0.65), no under DESIGN's default weights and with no weight on
-    importance, where the groups' bounds all lie above what the best rows must
-    score; and not on the first call on columns that writes made anew."""
+    (importance 0.65: one group to open) and under DESIGN's default weights (a few),
+    no with no weight on importance, where the groups' bounds all lie above what the
+    best rows must score, nor on a third of the part under the default weights; and
+    not on the first call on columns that writes made anew."""
     import numpy as np
 
     from cortex.index.entry import Columns
@@ -855,8 +967,9 @@ def test_groups_are_bounded_only_where_the_bounds_can_leave_most_rows_unscored()
         return context_module._worth_bounding(part, now, weights)
 
     assert worth(Weights(0.35, 0.0, 0.0, 0.65))
-    assert not worth(DEFAULT_WEIGHTS)
+    assert worth(DEFAULT_WEIGHTS)
     assert not worth(Weights(0.5, 0.25, 0.25, 0.0))
+    assert not context_module._worth_bounding(part.slice(0, n // 3), now, DEFAULT_WEIGHTS)
     # Columns that writes made anew (a writer's cached frame after a write): the first
     # call scores every row and computes nothing; the next one decides, and its groups
     # serve later calls with the same weights, not earlier ones or other weights.
@@ -868,7 +981,7 @@ def test_groups_are_bounded_only_where_the_bounds_can_leave_most_rows_unscored()
     assert groups is not None and [importance for _, importance in groups[:3]] == [10, 9, 8]
     assert context_module._part_groups(fresh, now + 3_600_000_000, learned) is groups
     assert context_module._part_groups(fresh, now - 1, learned) is not groups
-    assert context_module._part_groups(fresh, now, DEFAULT_WEIGHTS) is None
+    assert context_module._part_groups(fresh, now, Weights(0.5, 0.25, 0.25, 0.0)) is None
 
 
 @settings(max_examples=200, deadline=None)

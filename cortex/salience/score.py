@@ -295,6 +295,14 @@ def _add_count_share(score: np.ndarray, counts: np.ndarray, weight: float) -> No
 BOUND_MARGIN = 1e-9
 
 
+def raised(score: float) -> float:
+    """A score that no memory exceeds at the time and under the weights `score` was
+    scored with, if its importance is that memory's and its last use, access count
+    and citations are each at most that memory's (the pinned floor aside): `score`
+    raised by `BOUND_MARGIN`, as `upper_bounds` raises its own."""
+    return score * (1.0 + BOUND_MARGIN)
+
+
 def upper_bounds(last_used: int, access: int, citations: int, importances: np.ndarray, now: int, weights: Weights) -> np.ndarray:
     """For each importance: a score that no memory of that importance reaches at `now`
     (the pinned floor aside) if its last use, access count and citations are at most
