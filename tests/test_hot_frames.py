@@ -713,18 +713,20 @@ def test_live_scores_equal_the_design_formula_to_the_bit(rows, raw_weights, coun
     read_first=st.booleans(),
     runs_from=st.sampled_from([0, 50, 1 << 40]),
     gather_share=st.sampled_from([0, 8, 1 << 40]),
+    small_part=st.sampled_from([0, 20, 1024]),
 )
-def test_joined_and_taken_columns_hold_the_rows_numpy_would(sizes, seed, drop, read_first, runs_from, gather_share):
-    """`Columns.concat` joins lazily, a boolean take gathers by runs of rows when few
-    (from `_RUNS_FROM` rows on), and a small take of a join gathers from its parts
-    (under one row in `_GATHER_SHARE`): every column, length, slice and further take
-    must equal plain numpy on the concatenated arrays, whichever column was read first."""
-    saved = entry_module._RUNS_FROM, entry_module._GATHER_SHARE
-    entry_module._RUNS_FROM, entry_module._GATHER_SHARE = runs_from, gather_share
+def test_joined_and_taken_columns_hold_the_rows_numpy_would(sizes, seed, drop, read_first, runs_from, gather_share, small_part):
+    """`Columns.concat` joins lazily (runs of small parts at once, under `_SMALL_PART`
+    rows each), a boolean take gathers by runs of rows when few (from `_RUNS_FROM`
+    rows on), and a small take of a join gathers from its parts (under one row in
+    `_GATHER_SHARE`): every column, length, slice and further take must equal plain
+    numpy on the concatenated arrays, whichever column was read first."""
+    saved = entry_module._RUNS_FROM, entry_module._GATHER_SHARE, entry_module._SMALL_PART
+    entry_module._RUNS_FROM, entry_module._GATHER_SHARE, entry_module._SMALL_PART = runs_from, gather_share, small_part
     try:
         _check_joined_and_taken(sizes, seed, drop, read_first)
     finally:
-        entry_module._RUNS_FROM, entry_module._GATHER_SHARE = saved
+        entry_module._RUNS_FROM, entry_module._GATHER_SHARE, entry_module._SMALL_PART = saved
 
 
 def _check_joined_and_taken(sizes: list[int], seed: int, drop: str, read_first: bool) -> None:
@@ -740,6 +742,10 @@ def _check_joined_and_taken(sizes: list[int], seed: int, drop: str, read_first: 
         parts[0] = parts[0].take(kept)
         arrays[0] = {name: column[kept] for name, column in arrays[0].items()}
     joined = Columns.concat(parts)
+    # Two small parts side by side in a lazy join only where one run would reach `_RUNS_FROM` rows.
+    lengths = [len(part) for part in joined.parts()]
+    assert all(a >= entry_module._SMALL_PART or b >= entry_module._SMALL_PART or a + b >= entry_module._RUNS_FROM
+               for a, b in zip(lengths, lengths[1:]))
     plain = {name: np.concatenate([a[name] for a in arrays]) for name in ("id_hi", "importance")}
     n = len(plain["id_hi"])
     mask = {"none": np.ones(n, dtype=bool), "many": rng.random(n) < 0.5}.get(drop, np.ones(n, dtype=bool))

@@ -109,6 +109,8 @@ def start_after(prefix: bytes, raw_id: bytes) -> bytes:
 # Below that, numpy's plain gather and concatenate cost less than the bookkeeping.
 _MAX_RUNS = 16
 _RUNS_FROM = 4096
+# A lazy concat joins runs of parts of fewer than `_SMALL_PART` rows at once.
+_SMALL_PART = 1024
 # A take of fewer than one row in `_GATHER_SHARE` of a lazy concat gathers its rows
 # from the parts (`_Joined.gather`); a larger one joins the column first.
 _GATHER_SHARE = 8
@@ -304,11 +306,22 @@ class Columns:
     def concat(parts: list[Columns]) -> Columns:
         """The rows of every part, in order, in new arrays (never a part's own). From
         `_RUNS_FROM` rows on, a column is joined when first read, and a take of the
-        result gathers its columns from the parts directly (`_Joined`)."""
+        result gathers its columns from the parts directly (`_Joined`); consecutive
+        parts of fewer than `_SMALL_PART` rows are joined at once into one part (a hot
+        call's pinned and outcomes rows: one part to score and gather from, not two)."""
         if sum(len(part) for part in parts) < _RUNS_FROM:
             names = tuple(parts[0]._base)
             return Columns({name: np.concatenate([part[name] for part in parts]) for name in names})
-        return Columns(_Joined(parts))
+        joined: list[Columns] = []
+        small: list[Columns] = []  # a run of small parts, fewer than `_RUNS_FROM` rows in all
+        for part in parts:
+            if small and (len(part) >= _SMALL_PART or sum(map(len, small)) + len(part) >= _RUNS_FROM):
+                joined.append(small[0] if len(small) == 1 else Columns.concat(small))
+                small = []
+            (small if len(part) < _SMALL_PART else joined).append(part)
+        if small:
+            joined.append(small[0] if len(small) == 1 else Columns.concat(small))
+        return Columns(_Joined(joined))
 
     def slice(self, start: int, stop: int) -> Columns:
         """Rows start..stop (views of the base columns when nothing was taken; a
