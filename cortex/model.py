@@ -561,6 +561,7 @@ class _Layout:
     checks: tuple[_FieldCheck, ...]
     is_datetime: tuple[bool, ...]  # per field: stored as microseconds since the epoch
     getter: Callable[[object], tuple[Any, ...]]  # every field value in one C call
+    setters: tuple[Callable[[object, Any], None], ...]  # per field: its slot's own setter (frozen or not)
 
 
 def _layout(cls: type) -> _Layout:
@@ -576,7 +577,8 @@ def _layout(cls: type) -> _Layout:
         is_datetime.append(isinstance(field_rule, When))
     names = tuple(f.name for f in declared)
     getter = operator.attrgetter(*names)
-    return _Layout(names, tuple(checks), tuple(is_datetime), getter if len(names) > 1 else lambda value: (getter(value),))
+    setters = tuple(cls.__dict__[name].__set__ for name in names)
+    return _Layout(names, tuple(checks), tuple(is_datetime), getter if len(names) > 1 else lambda value: (getter(value),), setters)
 
 
 _Data = TypeVar("_Data", bound="MemoryData")
@@ -629,12 +631,16 @@ class MemoryData:
         layout = cls._layout
         if type(record) not in (list, tuple) or len(record) != len(layout.names):
             raise ValueError(f"{cls.__name__} record must be a list of {len(layout.names)} values")
-        decoded = map(_decode_value, layout.is_datetime, record)
-        if validate:
-            return cls(**dict(zip(layout.names, decoded)))
         value = object.__new__(cls)
-        for name, raw in zip(layout.names, decoded):
-            object.__setattr__(value, name, raw)
+        for set_field, is_datetime, raw in zip(layout.setters, layout.is_datetime, record):
+            # A value's record form: microseconds for a datetime, a list for a tuple.
+            if is_datetime and raw is not None:
+                raw = from_micros(raw)
+            elif type(raw) is list:
+                raw = tuple(raw)
+            set_field(value, raw)
+        if validate:
+            value.__post_init__()  # what construction runs once the fields are set
         return value
 
 
@@ -671,16 +677,6 @@ def _encode_value(value: object) -> object:
     if isinstance(value, tuple):
         return [_encode_value(v) for v in value]
     return value
-
-
-def _decode_value(is_datetime: bool, raw: Any) -> object:
-    """A field value from its record form (a msgpack value): microseconds to a
-    datetime, a list to a tuple."""
-    if is_datetime and raw is not None:
-        return from_micros(raw)
-    if isinstance(raw, list):
-        return tuple(raw)
-    return raw
 
 
 @memory_data
