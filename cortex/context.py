@@ -990,11 +990,16 @@ def _worth_bounding(part: Columns, now: int, weights: Weights) -> bool:
             break
     else:
         return False
+    rest = score_without_importance(last_used, access, citations, now, weights)
+    # First without the recency share, which takes two more passes over the part:
+    # more groups open, each with all its rows counted; if bounding pays even so, it pays.
+    opened = [v for v, count in enumerate(counts) if count and rest + per_step * v > per_step * floor_importance]
+    if sum(_GROUP_ROWS + counts[v] for v in opened) < len(part):
+        return True
     latest = part.derived(("latest of the best", _FIRST_RANKED, floor_importance), lambda p: _latest(p, floor_importance, _FIRST_RANKED))
     floor = per_step * floor_importance + score_without_importance(latest, 0, 0, now, weights)
     counted: list[int] = part.derived("counted counts", _counted_counts)
-    rest = score_without_importance(last_used, access, citations, now, weights)
-    opened = [v for v, count in enumerate(counts) if count and rest + per_step * v > floor]
+    opened = [v for v in opened if rest + per_step * v > floor]
     return sum(_GROUP_ROWS + counted[v] for v in opened) < len(part)
 
 
@@ -1028,6 +1033,10 @@ class _Rows:
     def of(part: Columns, rows: np.ndarray) -> _Rows:
         return _Rows(rows, *(part[name][rows] for name in ("last_used", "access", "citations", "importance", "id_hi", "id_lo")))
 
+    def take(self, at: np.ndarray) -> _Rows:
+        """These rows at `at` (indexes into these rows)."""
+        return _Rows(*(getattr(self, name)[at] for name in self.__slots__))
+
     def scores(self, start: int, stop: int, now: int, weights: Weights) -> np.ndarray:
         """The live scores of rows `start` to `stop` (in this order; none is pinned)."""
         return live_scores(self.last_used[start:stop], self.access[start:stop], self.citations[start:stop],
@@ -1049,11 +1058,13 @@ class _Group:
 
     @staticmethod
     def of(part: Columns, importance: int) -> _Group:
-        rows = np.flatnonzero(part["importance"] == importance)
-        counted = (part["access"][rows] != 0) | (part["citations"][rows] != 0)
-        plain = rows[~counted]
-        latest_first = np.argsort(part["last_used"][plain], kind="stable")[::-1]
-        return _Group(_Rows.of(part, rows[counted]), _Rows.of(part, plain[latest_first]))
+        # Gathered from the part once (a hot frame's columns lie far apart in memory),
+        # then split.
+        group = _Rows.of(part, np.flatnonzero(part["importance"] == importance))
+        counted = (group.access != 0) | (group.citations != 0)
+        plain = np.flatnonzero(~counted)
+        latest_first = plain[np.argsort(group.last_used[plain], kind="stable")[::-1]]
+        return _Group(group.take(np.flatnonzero(counted)), group.take(latest_first))
 
 
 @dataclass(slots=True, eq=False)  # one tail is another only if it is the same object
