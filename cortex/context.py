@@ -429,10 +429,11 @@ class _Block:
         return len(self.rows)
 
 
-def _joined(blocks: list[_Block]) -> Columns:
+def _joined(blocks: list[_Block], kept: bool) -> Columns:
     """All blocks' rows as one set of columns, in block order (new arrays: never a
     cached block's own). Consecutive raw blocks are decoded together: a call on cold
-    objects decodes once."""
+    objects decodes once. A join `kept` for later calls joins its small parts at once
+    (`Columns.concat`)."""
     parts: list[Columns] = []
     raw: list[bytes] = []
     for block in blocks:
@@ -445,7 +446,7 @@ def _joined(blocks: list[_Block]) -> Columns:
             raw += block.rows
     if raw or not parts:
         parts.append(_decode(raw))
-    return parts[0] if len(parts) == 1 and not any(isinstance(b.rows, Columns) for b in blocks) else Columns.concat(parts)
+    return parts[0] if len(parts) == 1 and not any(isinstance(b.rows, Columns) for b in blocks) else Columns.concat(parts, small_joined=kept)
 
 
 def _block_views(cols: Columns, blocks: list[_Block]) -> list[tuple[Columns, bool]]:
@@ -614,7 +615,7 @@ def _candidates(e: Engine, blocks: list[_Block], included: list[Tier], counts: l
     joins = e.joins if small else None
     framed = None if small or e.hot is None else _framed(e.hot, blocks)
     if joins is None and framed is None:
-        return _joined_candidates(blocks, included, counts)
+        return _joined_candidates(blocks, included, counts, kept=False)
     key = (tuple(included), tuple(counts), tuple(b.rows if isinstance(b.rows, Columns) else tuple(b.rows) for b in blocks))
     found: object | None = None
     if framed is not None:
@@ -624,7 +625,7 @@ def _candidates(e: Engine, blocks: list[_Block], included: list[Tier], counts: l
         found = joins.get(key)
     if found is not None:
         return cast(_Candidates, found)
-    made = _joined_candidates(blocks, included, counts)
+    made = _joined_candidates(blocks, included, counts, kept=True)
     for array in (made.tiers, made.pinned, made.copies):
         if array is not None:
             array.flags.writeable = False
@@ -646,8 +647,8 @@ def _framed(frames: hot.HotFrames, blocks: list[_Block]) -> tuple[hot.HotFrames,
     return frames, largest.prefix, largest.rows
 
 
-def _joined_candidates(blocks: list[_Block], included: list[Tier], counts: list[int]) -> _Candidates:
-    cols = _joined(blocks)
+def _joined_candidates(blocks: list[_Block], included: list[Tier], counts: list[int], kept: bool) -> _Candidates:
+    cols = _joined(blocks, kept)
     tiers = np.repeat(np.array([_TIER_ORDER.index(t) for t in included], dtype=np.int8), counts)
     copies = None
     if len(blocks) > 1:

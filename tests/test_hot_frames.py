@@ -715,23 +715,23 @@ def test_live_scores_equal_the_design_formula_to_the_bit(rows, raw_weights, coun
     read_first=st.booleans(),
     runs_from=st.sampled_from([0, 50, 1 << 40]),
     gather_share=st.sampled_from([0, 8, 1 << 40]),
-    small_part=st.sampled_from([0, 20, 1024]),
+    small_part=st.sampled_from([None, 0, 20, 1024]),
 )
 def test_joined_and_taken_columns_hold_the_rows_numpy_would(sizes, seed, drop, read_first, runs_from, gather_share, small_part):
-    """`Columns.concat` joins lazily (runs of small parts at once, under `_SMALL_PART`
-    rows each), a boolean take gathers by runs of rows when few (from `_RUNS_FROM`
+    """`Columns.concat` joins lazily (with `small_joined`, runs of small parts at once,
+    under `_SMALL_PART` rows each; `small_part` None: without), a boolean take gathers by runs of rows when few (from `_RUNS_FROM`
     rows on), and a small take of a join gathers from its parts (under one row in
     `_GATHER_SHARE`): every column, length, slice and further take must equal plain
     numpy on the concatenated arrays, whichever column was read first."""
     saved = entry_module._RUNS_FROM, entry_module._GATHER_SHARE, entry_module._SMALL_PART
-    entry_module._RUNS_FROM, entry_module._GATHER_SHARE, entry_module._SMALL_PART = runs_from, gather_share, small_part
+    entry_module._RUNS_FROM, entry_module._GATHER_SHARE, entry_module._SMALL_PART = runs_from, gather_share, small_part or 0
     try:
-        _check_joined_and_taken(sizes, seed, drop, read_first)
+        _check_joined_and_taken(sizes, seed, drop, read_first, small_joined=small_part is not None)
     finally:
         entry_module._RUNS_FROM, entry_module._GATHER_SHARE, entry_module._SMALL_PART = saved
 
 
-def _check_joined_and_taken(sizes: list[int], seed: int, drop: str, read_first: bool) -> None:
+def _check_joined_and_taken(sizes: list[int], seed: int, drop: str, read_first: bool, small_joined: bool = False) -> None:
     import numpy as np
 
     from cortex.index.entry import Columns
@@ -743,11 +743,15 @@ def _check_joined_and_taken(sizes: list[int], seed: int, drop: str, read_first: 
         kept = rng.random(sizes[0]) < 0.7
         parts[0] = parts[0].take(kept)
         arrays[0] = {name: column[kept] for name, column in arrays[0].items()}
-    joined = Columns.concat(parts)
-    # Two small parts side by side in a lazy join only where one run would reach `_RUNS_FROM` rows.
+    joined = Columns.concat(parts, small_joined=small_joined)
+    # Joining small parts at once: two side by side in a lazy join only where one run
+    # would reach `_RUNS_FROM` rows. Without: the parts as they were.
     lengths = [len(part) for part in joined.parts()]
-    assert all(a >= entry_module._SMALL_PART or b >= entry_module._SMALL_PART or a + b >= entry_module._RUNS_FROM
-               for a, b in zip(lengths, lengths[1:]))
+    if small_joined:
+        assert all(a >= entry_module._SMALL_PART or b >= entry_module._SMALL_PART or a + b >= entry_module._RUNS_FROM
+                   for a, b in zip(lengths, lengths[1:]))
+    elif len(joined) >= entry_module._RUNS_FROM:
+        assert lengths == [len(part) for part in parts]
     plain = {name: np.concatenate([a[name] for a in arrays]) for name in ("id_hi", "importance")}
     n = len(plain["id_hi"])
     mask = {"none": np.ones(n, dtype=bool), "many": rng.random(n) < 0.5}.get(drop, np.ones(n, dtype=bool))

@@ -303,15 +303,19 @@ class Columns:
         return got
 
     @staticmethod
-    def concat(parts: list[Columns]) -> Columns:
+    def concat(parts: list[Columns], small_joined: bool = False) -> Columns:
         """The rows of every part, in order, in new arrays (never a part's own). From
         `_RUNS_FROM` rows on, a column is joined when first read, and a take of the
-        result gathers its columns from the parts directly (`_Joined`); consecutive
-        parts of fewer than `_SMALL_PART` rows are joined at once into one part (a hot
-        call's pinned and outcomes rows: one part to score and gather from, not two)."""
+        result gathers its columns from the parts directly (`_Joined`). With
+        `small_joined`, consecutive parts of fewer than `_SMALL_PART` rows are joined
+        at once into one part: for a join that serves many calls (a hot call's pinned
+        and outcomes rows: one part to score and gather from, not two), not for one
+        call (the copy costs it more than the part it saves)."""
         if sum(len(part) for part in parts) < _RUNS_FROM:
             names = tuple(parts[0]._base)
             return Columns({name: np.concatenate([part[name] for part in parts]) for name in names})
+        if not small_joined:
+            return Columns(_Joined(parts))
         joined: list[Columns] = []
         small: list[Columns] = []  # a run of small parts, fewer than `_RUNS_FROM` rows in all
         for part in parts:
