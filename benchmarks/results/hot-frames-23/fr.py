@@ -1,8 +1,10 @@
-import sys, time
+import sys
+import time
+
 import cortex
-from cortex import model
-from cortex.model import from_micros
 from cortex.bench import hotframe
+from cortex.model import from_micros
+
 n, path = int(sys.argv[1]), sys.argv[2]
 with cortex.open(path, actor="bench-agent") as c:
     uris = []

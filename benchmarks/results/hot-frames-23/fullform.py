@@ -1,8 +1,11 @@
 """Cost of a first full-form render: decoding the data vs rendering it."""
-import sys, time
+import sys
+import time
+
 import cortex
 from cortex import forms
 from cortex.bench import hotframe
+
 n, path = int(sys.argv[1]), sys.argv[2]
 with cortex.open(path, actor="bench-agent") as c:
     hot = hotframe.hot_frames(c)

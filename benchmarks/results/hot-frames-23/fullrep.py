@@ -1,6 +1,9 @@
-import sys, time
+import sys
+import time
+
 import cortex
 from cortex.bench import hotframe
+
 n, path = int(sys.argv[1]), sys.argv[2]
 with cortex.open(path, actor="bench-agent") as c:
     hot = hotframe.hot_frames(c)

@@ -1,9 +1,13 @@
 """Bounded calls forced on: groups opened, counted and plain rows scored, plain-row extensions, per call."""
-import sys, statistics, collections
+import collections
+import statistics
+import sys
+
 import cortex
 from cortex import context as ctx
 from cortex.bench import hotframe
-from cortex.salience.score import Weights, DEFAULT_WEIGHTS
+from cortex.salience.score import DEFAULT_WEIGHTS, Weights
+
 n, path, wname = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 W = {"default": DEFAULT_WEIGHTS, "noimp": Weights(0.5, 0.25, 0.25, 0.0), "learned": None}[wname]
 ctx._worth_bounding = lambda p, now, w: True

@@ -1,10 +1,13 @@
 """Line profile of _compose_locked on hot calls (after warm-up)."""
 import sys
+
 from line_profiler import LineProfiler
+
 import cortex
 from cortex import context as ctx
 from cortex.bench import hotframe
 from cortex.bench.workload import Workload
+
 n, path, side = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 w = Workload(n, seed=7)
 with cortex.open(path, actor="bench-agent") as c:

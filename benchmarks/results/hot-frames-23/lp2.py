@@ -1,10 +1,12 @@
 import sys
+
 from line_profiler import LineProfiler
+
 import cortex
 from cortex import context as ctx
-from cortex.index import entry
 from cortex.bench import hotframe
-from cortex.bench.workload import Workload
+from cortex.index import entry
+
 n, path = int(sys.argv[1]), sys.argv[2]
 with cortex.open(path, actor="bench-agent") as c:
     frames = hotframe.hot_frames(c)

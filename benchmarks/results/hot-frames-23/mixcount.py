@@ -1,10 +1,14 @@
 """The mix's two passes: how often each pass builds groups, works out the best rows' latest last use and
 the counted rows, and joins runs of small parts; and the time of each (us, summed over the pass)."""
-import sys, time, collections, functools
+import collections
+import functools
+import sys
+import time
+
 import cortex
 from cortex import context as ctx
-from cortex.index import entry
 from cortex.bench.workload import Workload
+
 n, path = int(sys.argv[1]), sys.argv[2]
 count, spent = collections.Counter(), collections.Counter()
 def wrap(owner, name, static=False):

@@ -1,9 +1,12 @@
 """The hot-frame figure's sequence (bench.hotframe.measure), hot call times by round: does a frame's first call with a form make the p99?"""
-import sys, time, statistics, random
+import statistics
+import sys
+import time
+
 import cortex
 from cortex.bench import hotframe
 from cortex.bench.workload import Workload
-from cortex.bench.calls import timed_call
+
 n, path = int(sys.argv[1]), sys.argv[2]
 w = Workload(n, seed=7)
 with cortex.open(path, actor="bench-agent") as c:
@@ -20,7 +23,7 @@ with cortex.open(path, actor="bench-agent") as c:
             c.context(**cf.query(form))
             rows.append((d, r, form, h.verb.name))
     allt = sorted(x[0] for x in rows)
-    print("hot p50 %.3f p99 %.3f" % (statistics.median(allt), allt[int(0.99 * (len(allt) - 1))]))
+    print(f"hot p50 {statistics.median(allt):.3f} p99 {allt[int(0.99 * (len(allt) - 1))]:.3f}")
     for r in range(6):
-        print(r, hotframe.FORMS[r % 3], " ".join("%.2f" % d for d, rr, _, _ in rows if rr == r))
+        print(r, hotframe.FORMS[r % 3], " ".join(f"{d:.2f}" for d, rr, _, _ in rows if rr == r))
     print("slowest:", sorted(rows, reverse=True)[:6])

@@ -1,11 +1,16 @@
 """Hot calls under given weights with the bounded ranking where `_worth_bounding` says so
 (shipped), everywhere (on), or nowhere (off). One mode per process; median and p90 (ms)."""
-import sys, time, statistics
+import statistics
+import sys
+import time
+
 import numpy as np
+
 import cortex
 from cortex import context as ctx
 from cortex.bench import hotframe
-from cortex.salience.score import Weights, DEFAULT_WEIGHTS
+from cortex.salience.score import DEFAULT_WEIGHTS, Weights
+
 n, path, wname, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 W = {"default": DEFAULT_WEIGHTS, "noimp": Weights(0.5, 0.25, 0.25, 0.0), "learned": None}[wname]
 if mode == "on":
