@@ -1013,7 +1013,8 @@ def _latest(part: Columns, importance: int, m: int) -> int:
 def _counted_counts(part: Columns) -> list[int]:
     """How many rows of each importance have an access or a citation (`_Group.counted`)."""
     counted = (part["access"] != 0) | (part["citations"] != 0)
-    return np.bincount(part["importance"][counted], minlength=int(part["importance"].max()) + 1).tolist()
+    counts: list[int] = np.bincount(part["importance"][counted], minlength=int(part["importance"].max()) + 1).tolist()
+    return counts
 
 
 @dataclass(frozen=True, slots=True)
