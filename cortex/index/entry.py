@@ -109,7 +109,8 @@ def start_after(prefix: bytes, raw_id: bytes) -> bytes:
 # Below that, numpy's plain gather and concatenate cost less than the bookkeeping.
 _MAX_RUNS = 16
 _RUNS_FROM = 4096
-# A lazy concat joins runs of parts of fewer than `_SMALL_PART` rows at once.
+# A lazy concat asked to (`small_joined`) joins runs of parts of fewer than
+# `_SMALL_PART` rows at once.
 _SMALL_PART = 1024
 # A take of fewer than one row in `_GATHER_SHARE` of a lazy concat gathers its rows
 # from the parts (`_Joined.gather`); a larger one joins the column first.
