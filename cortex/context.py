@@ -752,9 +752,8 @@ def _compose_locked(e: Engine, plan: _Plan, started: float, clock_now: int = 0) 
             keep &= ~superseded
         going = np.flatnonzero(~keep) if not keep.all() else None
     count = len(cols) - (0 if going is None else len(going))
-    # The bundle reads the kept rows' ids when first asked (ids are never rewritten),
-    # and their tokens and scores from this call's own arrays: `cols` is a join, so
-    # `tokens` is never a cached frame's column, which a later write may rewrite.
+    # The bundle reads the kept rows' ids, tokens and scores when first asked (no
+    # later write changes the arrays they are read from: `cortex.index.hot`).
     keep_mask = functools.cache(lambda: _kept_mask(len(cols), going))
     kept: Callable[[], Columns] = functools.cache(lambda: cols if going is None else cols.take(keep_mask()))
     tokens = cols[token_field]  # u16 or u32: summed as int64, never copied whole
@@ -1254,22 +1253,13 @@ def _texts(raw_ids: list[bytes]) -> list[str]:
     return encode_ids(raw_ids)
 
 
-# The fields `_Stale` reads, besides the call's token count.
-_STALE_FIELDS = ("id_hi", "id_lo", "type", "version", "last_used", "access", "citations", "importance")
-
-
 class _Stale:
     """The superseded memories a call left out, in id order, with the score and
     token count each would have had as a candidate (all computed on first access:
-    a hot object can hold thousands of them).
-
-    The fields those read are copied out of `cols` (a take) when the call makes it:
-    a cached frame's rows are rewritten in place at the first lookup after a write
-    (`cortex.index.hot`), and a bundle must not change once returned."""
+    a hot object can hold thousands of them). `cols` is a take of the call's
+    candidates, whose arrays no later write changes (`cortex.index.hot`)."""
 
     def __init__(self, cols: Columns | None, tiers: np.ndarray | None, plan: _Plan | None, weights: Weights) -> None:
-        if cols is not None and plan is not None:
-            cols = Columns({name: cols[name] for name in (*_STALE_FIELDS, entry.TOKEN_FIELDS[plan.form])})
         self._rows, self._tiers, self._plan, self._weights = cols, tiers, plan, weights
         self._sorted: tuple[Columns, np.ndarray] | None = None
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -527,38 +528,45 @@ def test_survivors_come_from_the_current_heads_and_follow_every_change(tmp_path)
         assert any("this handle's view of the head differs from the stored head" in line for line in w.verify())
 
 
-def test_a_bundle_stays_as_returned_when_a_later_write_rewrites_the_cached_rows(tmp_path):
-    """A bundle's superseded memories, and its candidates' tokens and scores, are
-    read on first access; a write after the call that changes them (rewritten in
-    place in the hot-frame cache at the next lookup) must not show in a bundle
-    returned before it. Joins are lazy at any size
-    here, as a hot frame's are."""
+@pytest.mark.parametrize("bounded", [False, True], ids=["scored-whole", "bounded"])
+def test_a_bundle_stays_as_returned_when_a_later_write_rewrites_the_cached_rows(tmp_path, monkeypatch, bounded):
+    """A bundle's superseded memories, and its candidates' tokens and scores (and,
+    when its call ranked the frame group by group, the dropped ids), are read on
+    first access; a write after the call that changes them (applied to the cached
+    rows at the next lookup) must not show in a bundle returned before it. Joins
+    are lazy at any size here, as a hot frame's are."""
     clock = FakeClock()
     ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "form": "medium"}
-    saved, entry_module._RUNS_FROM = entry_module._RUNS_FROM, 0
-    try:
-        with open_store(tmp_path / "s", clock) as c:
-            uris = c.write_many([cortex.Write(Fact(statement=f"fact {i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", "gpu"),),
-                                              importance=5) for i in range(5)])
-            c.write(Fact(statement="newer", subject="s", predicate="p"), frames=[Frame("acquire", "service", "gpu")], supersedes=[uris[0]])
-            c._engine.hot = HotFrames(min_rows=1)
-            c.context(**ask)  # caches the frame
-            shown = c.context(**ask)
-            kept = c.context(**ask)
-            first = (dict(shown.superseded_scores), list(shown.superseded_uris), dict(shown.superseded_tokens),
-                     dict(shown.tokens), dict(shown.scores), list(shown.dropped_ids))
-            assert first[1] == [uris[0]] and len(first[3]) == 5
-            clock.now += timedelta(days=1)
-            c.update(uris[0], Fact(statement="fact zero, now much longer than it was before", subject="s", predicate="p"))
-            c.update_head(uris[0], importance=10)
-            c.update(uris[1], Fact(statement="fact one, now much longer than it was before", subject="s", predicate="p"))
-            later = c.context(**ask)  # applies the writes to the cached rows
-            assert list(later.superseded_uris) != first[1] and dict(later.superseded_scores) != first[0]
-            assert dict(later.tokens) != first[3]
-            assert (dict(kept.superseded_scores), list(kept.superseded_uris), dict(kept.superseded_tokens),
-                    dict(kept.tokens), dict(kept.scores), list(kept.dropped_ids)) == first
-    finally:
-        entry_module._RUNS_FROM = saved
+    monkeypatch.setattr(entry_module, "_RUNS_FROM", 0)
+    if bounded:  # the frame's rows ranked by `_Bounded`, whose bundle scores every row when first asked
+        monkeypatch.setattr(context_module, "_BOUNDED_FROM", 1)
+        monkeypatch.setattr(context_module, "_worth_bounding", lambda part, now, weights: True)
+        monkeypatch.setattr(context_module, "_Bounded", _CountedBounded)
+        monkeypatch.setattr(_CountedBounded, "calls", 0)
+        ask["budget_tokens"] = 12  # two or three of the five survive
+    with open_store(tmp_path / "s", clock) as c:
+        uris = c.write_many([cortex.Write(Fact(statement=f"fact {i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", "gpu"),),
+                                          importance=5) for i in range(5)])
+        c.write(Fact(statement="newer", subject="s", predicate="p"), frames=[Frame("acquire", "service", "gpu")], supersedes=[uris[0]])
+        c._engine.hot = HotFrames(min_rows=1)
+        c.context(**ask)  # caches the frame
+        shown = c.context(**ask)
+        kept = c.context(**ask)
+        first = (dict(shown.superseded_scores), list(shown.superseded_uris), dict(shown.superseded_tokens),
+                 dict(shown.tokens), dict(shown.scores), list(shown.dropped_ids))
+        assert first[1] == [uris[0]] and len(first[3]) == 5
+        assert (shown.trimmed > 0 and _CountedBounded.calls > 0) if bounded else shown.trimmed == 0
+        clock.now += timedelta(days=1)
+        c.update(uris[0], Fact(statement="fact zero, now much longer than it was before", subject="s", predicate="p"))
+        c.update_head(uris[0], importance=10)
+        c.update(uris[1], Fact(statement="fact one, now much longer than it was before", subject="s", predicate="p"))
+        c.update_head(uris[2], importance=9)
+        c.attest([uris[3]], "success")
+        later = c.context(**ask)  # applies the writes to the cached rows
+        assert list(later.superseded_uris) != first[1] and dict(later.superseded_scores) != first[0]
+        assert dict(later.tokens) != first[3] and dict(later.scores) != first[4]
+        assert (dict(kept.superseded_scores), list(kept.superseded_uris), dict(kept.superseded_tokens),
+                dict(kept.tokens), dict(kept.scores), list(kept.dropped_ids)) == first
 
 
 def test_the_cache_keeps_at_most_its_row_budget_least_recently_used_first(tmp_path):

@@ -210,9 +210,9 @@ class Columns:
         self._rows = rows  # indexes into the base columns, or None for all of them
         self._runs = runs  # the same rows as (start, stop) slices of the base, when few
         self._got: Mapping[str, np.ndarray] = data if rows is None else {}
-        # Invariant: the arrays of a Columns are not changed once its facts, totals,
-        # derived values or ids are read (`cortex.index.hot.applied`, which rewrites
-        # values in place, returns a new one).
+        # Invariant: the arrays of a Columns are never changed (`cortex.index.hot.applied`
+        # changes copies and returns a new one), so the facts, totals, derived values
+        # and ids kept below stay true, and a lazy join reads its parts as they were.
         self._facts: Facts | None = None
         self._totals: dict[str, int] | None = None  # `total()` by column
         self._derived: dict[Hashable, Any] | None = None  # `derived()` by key
@@ -234,7 +234,8 @@ class Columns:
         return {name: self[name] for name in self._base}
 
     def materialized(self) -> Columns:
-        """The same rows in arrays of their own (what may be changed in place)."""
+        """The same rows in plain arrays of their own (what a cache keeps: read without
+        a gather, and no take or join holding the arrays it was made from alive)."""
         return self if self._rows is None and isinstance(self._base, dict) else Columns(self.data)
 
     def __len__(self) -> int:

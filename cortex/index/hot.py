@@ -33,14 +33,13 @@ more made of its blocks with these very columns (`keep_joined`: the joined
 candidates and which rows of the frame the other tiers hold), so that a hot object
 asked about again does not join again; new columns start with none.
 
-The columns a lookup returns are never changed afterwards in a way a reader could
-see: pending updates are applied in place only at the first lookup after a write,
-and no reader of the old columns can be running then (the engine's readers-writer
-lock lets a write start only when no read is running). A bundle returned before
-the write reads nothing of them afterwards but ids, which a rewrite keeps
-(`cortex.context._Stale` copies the rest of what it reads on first access). Every
-change gives the prefix a new `Columns` object, so the `Facts` a call reads of the
-old one (kept with it: `Columns.facts`) never describe the new rows.
+The arrays a lookup returns are never changed afterwards: pending updates are
+applied at the first lookup after a write to copies of the columns they change
+(`applied`), and every change gives the prefix a new `Columns` object. So a bundle
+that reads its candidates' columns on first access, after later writes (its
+scores and dropped ids when its call ranked a few groups, its superseded
+memories), reads them as they were at its call, and the `Facts` a call reads of
+the old columns (kept with them: `Columns.facts`) never describe the new rows.
 """
 
 from __future__ import annotations
@@ -287,21 +286,24 @@ def locate(hi: np.ndarray, lo: np.ndarray, ref_hi: np.ndarray, ref_lo: np.ndarra
 
 def applied(cols: Columns, pending: dict[bytes, bytes | None]) -> Columns:
     """`cols` after the pending changes (id -> its new index value, None: deleted):
-    values rewritten in place, rows deleted and inserted, key order kept. Also how a
-    pack's dirty markers are applied (`cortex.index.packs`)."""
+    values rewritten in copies of the columns they change, rows deleted and inserted,
+    key order kept; always a new `Columns` when anything changed, so no facts of the
+    old one stand. Also how a pack's dirty markers are applied (`cortex.index.packs`)."""
     ids = np.frombuffer(b"".join(pending), dtype=">u8").reshape(-1, 2)
     rows = locate(ids[:, 0].astype(np.uint64), ids[:, 1].astype(np.uint64), cols["id_hi"], cols["id_lo"])
     values = list(pending.values())
     update = [i for i, (row, value) in enumerate(zip(rows.tolist(), values)) if row >= 0 and value is not None]
     if update:
-        if not all(cols[name].flags.writeable for name in FIELDS):  # views of a pack's bytes
-            cols = Columns({name: cols[name].copy() for name in FIELDS})
-        else:  # the same arrays, rewritten below: a new Columns, so no facts of the old one stand
-            cols = Columns(cols.data)
         new = Columns.decode([values[i] for i in update], FIELDS)  # type: ignore[misc]
         at = rows[update]
+        # Copy on write: a column the changes rewrite is copied first, so no array an
+        # earlier lookup returned ever changes (module docstring); the rest are shared.
+        changed: dict[str, np.ndarray] = {}
         for name in FIELDS:
-            cols[name][at] = new[name]
+            if not np.array_equal(cols[name][at], new[name]):
+                column = changed[name] = cols[name].copy()
+                column[at] = new[name]
+        cols = Columns({name: changed.get(name, cols[name]) for name in FIELDS})
     deleted = [row for row, value in zip(rows.tolist(), values) if row >= 0 and value is None]
     inserted = [value for row, value in zip(rows.tolist(), values) if row < 0 and value is not None]
     if not deleted and not inserted:
