@@ -694,7 +694,7 @@ def _uris(types: list[int], raw_ids: list[bytes], versions: list[int]) -> list[s
     missing = [k for k, uri in zip(keys, found) if uri is None]
     if not missing:
         return cast("list[str]", found)
-    made = dict(zip(missing, format_uris([MemoryType(t) for t, _, _ in missing], [i for _, i, _ in missing], [v for _, _, v in missing])))
+    made = dict(zip(missing, format_uris([t for t, _, _ in missing], [i for _, i, _ in missing], [v for _, _, v in missing])))
     if len(_URIS) + len(made) > _URIS_MAX:
         _URIS.clear()
     _URIS.update(made)

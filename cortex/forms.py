@@ -44,7 +44,6 @@ from .model import (
     Preference,
     check_text,
     field_names,
-    field_values,
 )
 
 SHORT_LIMIT = 50
@@ -194,17 +193,25 @@ _SHOWN: dict[type, frozenset[str]] = {
 }
 
 
+# The fields a full form writes after the medium text, per data class, in declaration
+# order: those its medium template does not show whole. A Constraint's polarity is
+# added where its statement said it in its own words (or "dont" read "don't").
+_ADDED: dict[type, tuple[str, ...]] = {cls: tuple(n for n in field_names(cls) if n not in shown) for cls, shown in _SHOWN.items()}
+_CONSTRAINT_ADDED = tuple(n for n in field_names(Constraint) if n not in _SHOWN[Constraint] - {"polarity"})
+
+
 def render_full(data: MemoryData, medium: str | None = None) -> str:
     """The full form: the untruncated medium text, then one `field: value` line per
     non-empty field that the medium does not show whole (lists it only counts,
     numbers it rounds, fields its template leaves out). Nothing is cut and nothing
     is said twice, so a full form costs no tokens on repeated text."""
     lines = [medium if medium is not None else render_short_medium(data)[1]]
-    shown = _SHOWN[type(data)]
+    added = _ADDED[type(data)]
     if isinstance(data, Constraint) and not _constraint_head(data.polarity, data.statement).startswith(data.polarity + " "):
-        shown = shown - {"polarity"}  # the statement said it in its own words, or "dont" read "don't"
-    for name, value in zip(field_names(type(data)), field_values(data)):
-        if name not in shown and value not in (None, "", (), {}):
+        added = _CONSTRAINT_ADDED
+    for name in added:
+        value = getattr(data, name)
+        if value not in (None, "", (), {}):
             lines.append(f"{name}: {_fmt(value)}")
     return "\n".join(lines)
 

@@ -138,13 +138,19 @@ def format_uri(mtype: MemoryType, raw_id: bytes, version: int) -> str:
     return _uri_text(mtype, encode_id(raw_id), version)
 
 
-def format_uris(types: list[MemoryType], raw_ids: list[bytes], versions: list[int]) -> list[str]:
-    """`format_uri` of many memories, their ids encoded in one batch (`encode_ids`)."""
-    return [_uri_text(t, text, v) for t, text, v in zip(types, encode_ids(raw_ids), versions, strict=True)]
+def format_uris(types: list[int], raw_ids: list[bytes], versions: list[int]) -> list[str]:
+    """`format_uri` of many memories, their ids encoded in one batch (`encode_ids`).
+    `types` are `MemoryType` members or their codes (a column's values)."""
+    heads = _URI_HEADS
+    return [f"{heads[t]}{text}#{v}" for t, text, v in zip(types, encode_ids(raw_ids), versions, strict=True)]
+
+
+# What a URI says before its id, by type code: `cortex://<TypeName>/`.
+_URI_HEADS = {int(member): f"cortex://{member.type_name}/" for member in MemoryType}
 
 
 def _uri_text(mtype: MemoryType, id_text: str, version: int) -> str:
-    return f"cortex://{mtype.type_name}/{id_text}#{version}"
+    return f"{_URI_HEADS[mtype]}{id_text}#{version}"
 
 
 def parse_uri(text: object, field_name: str = "uri") -> URI:

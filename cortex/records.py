@@ -179,7 +179,8 @@ def decode_frames(raw: Sequence[Sequence[Any]], validate: bool = False) -> tuple
 
 
 def decode_data(mtype: int, raw: Sequence[Any], validate: bool = False) -> MemoryData:
-    return DATA_CLASSES[MemoryType(mtype)].from_record(raw, validate)
+    """The data of a record of type code `mtype`; KeyError for an unknown code."""
+    return DATA_CLASSES[mtype].from_record(raw, validate)  # type: ignore[index]  # an IntEnum key is found by its int
 
 
 def content_hash(record: list[Any]) -> bytes:
