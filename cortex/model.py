@@ -559,26 +559,29 @@ class _Layout:
 
     names: tuple[str, ...]  # the data fields, in declaration (= record) order
     checks: tuple[_FieldCheck, ...]
-    is_datetime: tuple[bool, ...]  # per field: stored as microseconds since the epoch
     getter: Callable[[object], tuple[Any, ...]]  # every field value in one C call
     setters: tuple[Callable[[object, Any], None], ...]  # per field: its slot's own setter (frozen or not)
+    # The fields whose record form is not their value, as (index, conversion from the
+    # record form): microseconds for a datetime, a list for a tuple.
+    converted: tuple[tuple[int, Callable[[Any], Any]], ...]
 
 
 def _layout(cls: type) -> _Layout:
     """The layout of a dataclass whose every field is declared with `rule()`."""
     declared: tuple[Field[Any], ...] = fields(cls)
     checks: list[_FieldCheck] = []
-    is_datetime: list[bool] = []
-    for f in declared:
+    converted: list[tuple[int, Callable[[Any], Any]]] = []
+    for i, f in enumerate(declared):
         field_rule = f.metadata.get(_RULE)
         if not isinstance(field_rule, Rule):
             raise TypeError(f"{cls.__name__}.{f.name} must be declared with cortex.model.rule()")
         checks.append(_FieldCheck(f.name, field_rule.check, not f.metadata[_REQUIRED] and f.default is None))
-        is_datetime.append(isinstance(field_rule, When))
+        if isinstance(field_rule, (When, Texts, Cost)):
+            converted.append((i, from_micros if isinstance(field_rule, When) else tuple))
     names = tuple(f.name for f in declared)
     getter = operator.attrgetter(*names)
     setters = tuple(cls.__dict__[name].__set__ for name in names)
-    return _Layout(names, tuple(checks), tuple(is_datetime), getter if len(names) > 1 else lambda value: (getter(value),), setters)
+    return _Layout(names, tuple(checks), getter if len(names) > 1 else lambda value: (getter(value),), setters, tuple(converted))
 
 
 _Data = TypeVar("_Data", bound="MemoryData")
@@ -632,12 +635,12 @@ class MemoryData:
         if type(record) not in (list, tuple) or len(record) != len(layout.names):
             raise ValueError(f"{cls.__name__} record must be a list of {len(layout.names)} values")
         value = object.__new__(cls)
-        for set_field, is_datetime, raw in zip(layout.setters, layout.is_datetime, record):
-            # A value's record form: microseconds for a datetime, a list for a tuple.
-            if is_datetime and raw is not None:
-                raw = from_micros(raw)
-            elif type(raw) is list:
-                raw = tuple(raw)
+        if layout.converted:
+            record = list(record)
+            for i, convert in layout.converted:
+                if record[i] is not None:
+                    record[i] = convert(record[i])
+        for set_field, raw in zip(layout.setters, record):
             set_field(value, raw)
         if validate:
             value.__post_init__()  # what construction runs once the fields are set
