@@ -412,9 +412,10 @@ class _Joined(Mapping[str, np.ndarray]):
         joined = self._joined.get(name)
         if joined is not None:
             for part, start, stop in zip(self.parts, self._starts, self._starts[1:]):
-                totals = part._totals = part._totals if part._totals is not None else {}
-                if name not in totals:
-                    totals[name] = int(joined[start:stop].sum(dtype=np.int64))
+                if part._totals is None:
+                    part._totals = {}
+                if name not in part._totals:
+                    part._totals[name] = int(joined[start:stop].sum(dtype=np.int64))
         return [part.total(name) for part in self.parts]
 
     def __getitem__(self, name: str) -> np.ndarray:
