@@ -1009,9 +1009,16 @@ def _latest(part: Columns, importance: int, m: int) -> int:
     return int(np.partition(last_used, len(last_used) - m)[len(last_used) - m])
 
 
+def _counted(access: np.ndarray, citations: np.ndarray) -> np.ndarray:
+    """Which rows have an access or a citation (`_Group.counted`): the rest of a group
+    score by their last use alone."""
+    counted: np.ndarray = (access != 0) | (citations != 0)
+    return counted
+
+
 def _counted_counts(part: Columns) -> list[int]:
-    """How many rows of each importance have an access or a citation (`_Group.counted`)."""
-    counted = (part["access"] != 0) | (part["citations"] != 0)
+    """How many rows of each importance have an access or a citation (`_counted`)."""
+    counted = _counted(part["access"], part["citations"])
     counts: list[int] = np.bincount(part["importance"][counted], minlength=int(part["importance"].max()) + 1).tolist()
     return counts
 
@@ -1062,7 +1069,7 @@ class _Group:
         # Gathered from the part once (a hot frame's columns lie far apart in memory),
         # then split.
         group = _Rows.of(part, np.flatnonzero(part["importance"] == importance))
-        counted = (group.access != 0) | (group.citations != 0)
+        counted = _counted(group.access, group.citations)
         plain = np.flatnonzero(~counted)
         latest_first = plain[np.argsort(group.last_used[plain], kind="stable")[::-1]]
         return _Group(group.take(np.flatnonzero(counted)), group.take(latest_first))

@@ -297,9 +297,9 @@ BOUND_MARGIN = 1e-9
 
 def raised(score: float) -> float:
     """A score that no memory exceeds at the time and under the weights `score` was
-    scored with, if its importance is that memory's and its last use, access count
-    and citations are each at most that memory's (the pinned floor aside): `score`
-    raised by `BOUND_MARGIN`, as `upper_bounds` raises its own."""
+    scored with, if it has the importance of the memory `score` is of and a last use,
+    access count and citation count each at most that memory's (the pinned floor
+    aside): `score` raised by `BOUND_MARGIN`, as `upper_bounds` raises its own."""
     return score * (1.0 + BOUND_MARGIN)
 
 
