@@ -260,6 +260,30 @@ def test_second_writer_process_gets_store_locked(tmp_path):
         assert c.verify() == []
 
 
+@pytest.mark.rocksdb_only("spells one directory five ways; on PostgreSQL a store is named by its DSN")
+def test_a_second_writer_under_another_spelling_of_the_path_gets_store_locked(tmp_path, monkeypatch):
+    # Before the per-process registry, each of these opened a second writer, and
+    # writing through both then closing both left a store that no longer opened
+    # ("Corruption ... .sst: No such file").
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "alias").symlink_to(tmp_path / "store")
+    a = cortex.open("store", actor=ACTOR)
+    try:
+        for i in range(100):
+            a.write(Fact(statement=f"A{i}", subject="s", predicate="p"))
+        for spelling in ("store", "./store", "store/", str(tmp_path / "store"), "alias", "./alias/"):
+            with pytest.raises(StoreLocked, match="another handle of this process"):
+                cortex.open(spelling, actor=ACTOR)
+        a.write(Fact(statement="after the refused opens", subject="s", predicate="p"))
+        root = a.root()
+    finally:
+        a.close()
+    with cortex.open("./alias/", actor=ACTOR) as again:
+        assert again.root() == root
+        assert again.verify() == []
+        assert again.stats()["memories"] == 101
+
+
 def test_second_writer_handle_in_the_same_process_gets_store_locked(tmp_path):
     store = tmp_path / "store"
     with cortex.open(store, actor=ACTOR) as c:

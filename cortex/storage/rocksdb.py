@@ -12,7 +12,12 @@ shared ROCKSDB-NOTES that the code works around stated beside the code:
 * Bulk iterators stop quietly at a corrupt block: `_check_scan_end` probes where a
   scan stopped.
 * One writer: RocksDB's LOCK file. A second read-write open fails with "lock", which
-  becomes `StoreLocked`.
+  becomes `StoreLocked`. RocksDB's lock is an fcntl lock, which a process never
+  conflicts with itself on, and RocksDB remembers the files it locked by the path as
+  spelled: "store", "./store", a trailing "/" or a symlink opened a second writer in
+  the same process, and two writers' compactions deleted each other's files. So a
+  writer also claims the folder's identity (device and inode) in a per-process
+  registry, `_Writers`, before RocksDB opens it.
 * Followers (`mode="r"`) are secondary instances in a private folder. A secondary
   follows plain WAL appends with `try_catch_up_with_primary()`, but one that opens or
   catches up while the writer flushes, compacts or starts a new MANIFEST can keep a
@@ -94,6 +99,41 @@ _LEVEL0_COMPACTION_TRIGGER = 8
 _COMPACTION_POLL_S = 0.02
 
 
+class _Writers:
+    """The store folders this process has open for writing, by device and inode.
+
+    The identity of a folder is the same however its path is spelled, so a second
+    writer in this process is refused like one in another process (RocksDB's own lock
+    cannot see it: the module docstring says why). A claim is released when the writer
+    closes or its open fails.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[tuple[int, int], str] = {}
+
+    def claim(self, path: str) -> tuple[int, int]:
+        st = os.stat(path)
+        identity = (st.st_dev, st.st_ino)
+        with self._lock:
+            holder = self._held.get(identity)
+            if holder is not None:
+                raise StoreLocked(_locked_message(path, f"another handle of this process (opened as {holder!r})"))
+            self._held[identity] = path
+        return identity
+
+    def release(self, identity: tuple[int, int]) -> None:
+        with self._lock:
+            self._held.pop(identity, None)
+
+
+_WRITERS = _Writers()
+
+
+def _locked_message(path: str, holder: str) -> str:
+    return f'store {path!r} is open for writing by {holder}; open it with mode="r" to read beside the writer'
+
+
 def open_rocksdb(path: str, *, read_only: bool, cache_mb: int, sync: bool) -> RocksStorage:
     """Open the store directory at `path` as its writer or as a follower.
 
@@ -160,10 +200,7 @@ def _open_db(path: str, cache: Cache, secondary: str | None) -> Rdict:
         if secondary is not None and str(exc).startswith(_TRY_AGAIN):
             raise _WriterSwitched(f"cannot open store {path!r}: {exc}") from None
         if "lock" in str(exc).lower():
-            raise StoreLocked(
-                f"store {path!r} is open for writing by another process or handle; "
-                'open it with mode="r" to read beside the writer'
-            ) from None
+            raise StoreLocked(_locked_message(path, "another process")) from None
         raise StoreError(f"cannot open store {path!r}: {exc}") from None
 
 
@@ -224,11 +261,12 @@ class RocksStorage:
         # One compact() at a time: each sets RocksDB's level-0 trigger back when it
         # ends, which would leave another still waiting under a trigger of 8.
         self._compacting = threading.Lock()
+        self._claim: tuple[int, int] | None = None
         if read_only:
             _remove_stale_secondaries()
             self.db = self._open_whole_secondary()
         else:
-            self.db = _open_db(path, self._cache, None)
+            self.db = self._open_writer()
         self._write_opts = WriteOptions()
         self._write_opts.sync = sync
         self._multi_get_opts = ReadOptions()
@@ -244,6 +282,30 @@ class RocksStorage:
             self.db.close()
         finally:
             self._drop_secondary_folder()
+            if self._claim is not None:
+                _WRITERS.release(self._claim)
+                self._claim = None
+
+    def _open_writer(self) -> Rdict:
+        """Claim the folder for this process (`_Writers`), then open it. The folder is
+        made first so that it has an identity to claim; one this open made is removed
+        again when the open fails, so a failed open leaves nothing behind."""
+        made = not os.path.exists(self.location)
+        if made:
+            os.makedirs(self.location)
+        try:
+            self._claim = _WRITERS.claim(self.location)
+            try:
+                return _open_db(self.location, self._cache, None)
+            except BaseException:
+                _WRITERS.release(self._claim)
+                self._claim = None
+                raise
+        except BaseException:
+            if made:
+                with contextlib.suppress(OSError):
+                    os.rmdir(self.location)
+            raise
 
     def _open_whole_secondary(self) -> Rdict:
         """A follower's first view, opened again while the writer's flushes overlap
