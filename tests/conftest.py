@@ -15,7 +15,11 @@ store still never repeats an id (new ids start above the largest stored one).
 
 from __future__ import annotations
 
+import gc
+import os
 import random
+import tempfile
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -52,6 +56,21 @@ def open_store(path, clock=None, **kwargs) -> cortex.Cortex:
     kwargs.setdefault("actor", ACTOR)
     kwargs.setdefault("entropy", random.Random(7).randbytes)
     return cortex.open(path, clock=clock if clock is not None else FakeClock(), **kwargs)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_reader_folders_left_behind() -> Iterator[None]:
+    """After the whole session, every reader the suite opened has been closed: no
+    `cortex-secondary-<pid>-*` folder of this process is left in the temporary folder.
+    (A reader that is never closed keeps its folder until a later reader of any process
+    finds its process gone: tests/test_open_paths.py.) Checked at the session's end, so
+    it does not depend on the order tests are collected in; a failure shows as an
+    error at the teardown of the last test."""
+    yield
+    gc.collect()
+    prefix = f"cortex-secondary-{os.getpid()}-"
+    left = sorted(name for name in os.listdir(tempfile.gettempdir()) if name.startswith(prefix))
+    assert left == [], f"reader folders left behind: {left}"
 
 
 @pytest.fixture
