@@ -35,6 +35,7 @@ from .errors import (
     ActorMismatch,
     CorruptRecord,
     MemoryTombstoned,
+    MissingExtra,
     NotFound,
     ReadOnlyStore,
     StoreClosed,
@@ -164,8 +165,10 @@ def open_storage(options: Options) -> Storage:
     """The backend for a location: a PostgreSQL DSN or a RocksDB directory."""
     read_only = options.mode == "r"
     if is_dsn(options.location):
-        from .storage.postgres import open_postgres
-
+        try:
+            from .storage.postgres import open_postgres
+        except ModuleNotFoundError as exc:
+            raise MissingExtra("a PostgreSQL store", exc.name or "psycopg", "postgres") from None
         return open_postgres(options.location, actor=options.actor, read_only=read_only, sync=options.sync)
     from .storage.rocksdb import open_rocksdb
 

@@ -195,3 +195,27 @@ class SupersedesCycle(ValidationError):
 
 
 __all__ += ["InvalidEdgeType", "SelfEdge", "SupersedesCycle"]
+
+
+# The name cortex is published under on the package index (the import name is
+# `cortex`; the index's `cortex` is an unrelated project). Every install hint uses it.
+DISTRIBUTION = "cortex-memory-engine"
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs an optional part of cortex: `pip install '<dist>[extra]'`."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
+
+
+class MissingExtra(CortexError, ImportError):
+    """An optional part of cortex needs a package that is not installed. The message
+    names the part, the missing module and the extra that brings it."""
+
+    def __init__(self, part: str, module: str, extra: str) -> None:
+        self.part = part
+        self.module = module.partition(".")[0]  # the package to install, not its submodule
+        self.extra = extra
+        super().__init__(f"{part} needs the {self.module!r} package, which is not installed: {install_hint(extra)}")
+
+
+__all__ += ["MissingExtra"]

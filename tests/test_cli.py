@@ -108,7 +108,7 @@ def test_a_store_s_life_through_the_entry_points(tmp_path):
 
     created, again, version = run_all([[*cli, "init", store, "--actor", ACTOR], [*MODULE, "--version"], [*cli, "--version"]], tmp_path)
     assert (created.returncode, created.stdout) == (0, f"created store at {store} (actor {ACTOR})\n")
-    assert again.stdout == version.stdout == f"cortex {cortex.__version__}\n"
+    assert again.stdout == version.stdout == f"cortex {cortex.__version__} (pip install cortex-memory-engine)\n"
 
     written = run([*cli, "write", store], tmp_path, stdin=JSONL)  # JSON Lines on stdin; the actor read from the store
     assert written.returncode == 0 and written.stderr == ""  # no progress bar: stderr is not a terminal

@@ -71,13 +71,13 @@ def test_keep_and_store_leave_a_store_to_explore(tmp_path, capsys):
 def test_a_demo_that_fails_still_removes_its_store(tmp_path, monkeypatch, capsys):
     import tempfile
 
-    import cortex.cli
+    import cortex.cli.demo
 
     def broken(now):
         raise cortex.ValidationError("demo", "fails on purpose, after its store was created")
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    monkeypatch.setattr(cortex.cli, "_demo_memories", broken)
+    monkeypatch.setattr(cortex.cli.demo, "_demo_memories", broken)
     assert main(["demo"]) == 2
     assert capsys.readouterr().err == "cortex: ValidationError: demo: fails on purpose, after its store was created\n"
     assert list(tmp_path.iterdir()) == []

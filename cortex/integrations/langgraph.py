@@ -104,21 +104,26 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    InvalidNamespaceError,
-    Item,
-    ListNamespacesOp,
-    MatchCondition,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    TTLConfig,
-    validate_op_namespace,
-)
+from cortex.errors import MissingExtra
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        InvalidNamespaceError,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        TTLConfig,
+        validate_op_namespace,
+    )
+except ModuleNotFoundError as _missing:  # one line naming the extra, not a traceback
+    raise MissingExtra("cortex.integrations.langgraph", _missing.name or "langgraph", "langgraph") from None
 
 import cortex
 

@@ -40,9 +40,14 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
-from mcp.server import MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, WithJsonSchema
+from cortex.errors import MissingExtra
+
+try:
+    from mcp.server import MCPServer
+    from mcp.types import CallToolResult, TextContent, ToolAnnotations
+    from pydantic import Field, WithJsonSchema
+except ModuleNotFoundError as _missing:  # one line naming the extra, not a traceback
+    raise MissingExtra("the MCP server", _missing.name or "mcp", "mcp") from None
 
 import cortex
 from cortex.interop.memory_json import TYPE_NAMES, data_fields, iso, memory_from_json, memory_to_json

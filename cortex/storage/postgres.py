@@ -2,7 +2,7 @@
 
 Keys and values are the bytes `cortex.records` defines, exactly as on RocksDB; this
 module only decides where they live and how a writer owns them. It needs psycopg 3 and
-psycopg_pool (`pip install 'cortex[postgres]'`).
+psycopg_pool (`pip install 'cortex-memory-engine[postgres]'`).
 
 Tables (created by the first writer to open the database; a reader never creates them):
 

@@ -1,0 +1,133 @@
+"""Moving memory: export, import, import-hmx, export-fingerprint, import-fingerprint,
+migrate."""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+import click
+
+import cortex
+
+from ..bench.progress import progress
+from ._common import _actor_option, _echo_json, _epilog, _json_option, _open, _store_argument, cli
+
+@cli.command(short_help="Write the whole store as JSON Lines.", epilog=_epilog("cortex export ./store agent.jsonl"))
+@_store_argument
+@click.argument("file", type=click.Path(dir_okay=False, writable=True))
+@_actor_option
+@_json_option
+def export(store: str, file: str, actor: str | None, as_json: bool) -> int:
+    """Write every memory with every version, salience, learned weights, trusted keys,
+    revocations, edges and the journal to FILE (a documented, versioned JSON Lines
+    format). Runs beside a writer: it reads one consistent view."""
+    with _open(store, actor) as c:
+        counts = c.export_jsonl(file)
+        root = c.root()
+    if as_json:
+        _echo_json({"file": file, "lines": counts, "root": root})
+    else:
+        click.echo(f"exported {counts['memory']} memories and {counts['journal']} journal entries to {file} (root {root})")
+    return 0
+
+
+@cli.command("import", short_help="Rebuild a store from an export.", epilog=_epilog(
+    "cortex import ./new-store agent.jsonl", "cortex import ./new-store agent.jsonl --actor agent-ops-1"))
+@_store_argument
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--actor", metavar="ACTOR", help="The actor (default: the export's).")
+@_json_option
+def import_(store: str, file: str, actor: str | None, as_json: bool) -> int:
+    """Import FILE (from `cortex export`) into an empty store of the same actor,
+    created when missing. The whole file is checked before anything is written; an
+    interrupted import is completed by running it again."""
+    with cortex.open(store, actor=actor or _export_actor(file)) as c:
+        counts = c.import_jsonl(file)
+        root = c.root()
+    if as_json:
+        _echo_json({"file": file, "lines": counts, "root": root})
+    else:
+        click.echo(f"imported {counts['memory']} memories and {counts['journal']} journal entries (root {root})")
+    return 0
+
+
+def _export_actor(file: str) -> str:
+    """The actor named in an export's header line."""
+    with open(file, encoding="utf-8") as handle:
+        first = handle.readline()
+    try:
+        actor = json.loads(first).get("actor")
+    except (ValueError, AttributeError):
+        actor = None
+    if not isinstance(actor, str):
+        raise click.BadParameter("is not a cortex export (no header line naming its actor)", param_hint="FILE")
+    return actor
+
+
+@cli.command("import-hmx", short_help="Ingest HMX-1.0 events (JSON Lines).", epilog=_epilog("cortex import-hmx ./store events.jsonl"))
+@_store_argument
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@_actor_option
+@_json_option
+def import_hmx(store: str, file: str, actor: str | None, as_json: bool) -> int:
+    """Ingest a JSON Lines file of HMX-1.0 events as memories. Idempotent by
+    event_id; one bad event writes nothing and names its line and field."""
+    with _open(store, actor, write=True) as c:
+        before = c.root()
+        uris = c.ingest_hmx(file)
+        changed = c.root() != before
+    if as_json:
+        _echo_json({"uris": uris, "changed": changed})
+    else:
+        click.echo(f"{len(uris)} event(s) in {file}, one memory each; "
+                   + ("new ones written" if changed else "all already ingested: nothing written"))
+    return 0
+
+
+@cli.command("export-fingerprint", short_help="Print the store's HMX-1.0 fingerprint.", epilog=_epilog(
+    "cortex export-fingerprint ./store > fingerprint.json", "cortex export-fingerprint ./store --tier compact"))
+@_store_argument
+@click.option("--tier", type=click.Choice(["full", "compact", "minimal"]), default="full", show_default=True,
+              help="How much the fingerprint carries (each tier has a size limit).")
+@_actor_option
+def export_fingerprint(store: str, tier: str, actor: str | None) -> int:
+    """Print the store's HMX-1.0 fingerprint envelope as JSON (deterministic)."""
+    with _open(store, actor) as c:
+        _echo_json(c.export_fingerprint(tier))
+    return 0
+
+
+@cli.command("import-fingerprint", short_help="Import an HMX-1.0 fingerprint envelope.", epilog=_epilog(
+    "cortex import-fingerprint ./store fingerprint.json"))
+@_store_argument
+@click.argument("file", type=click.File("r", encoding="utf-8"), default="-")
+@_actor_option
+def import_fingerprint(store: str, file: TextIO, actor: str | None) -> int:
+    """Import a fingerprint envelope (FILE, or standard input): both hashes are
+    checked first; additive; the same fingerprint twice is a no-op."""
+    text = file.read()
+    with _open(store, actor, write=True) as c:
+        written = c.import_fingerprint(text)
+    click.echo(f"imported {written} {'memory' if written == 1 else 'memories'}")
+    return 0
+
+
+@cli.command(short_help="Copy a store to another backend.", epilog=_epilog(
+    "cortex migrate ./store postgresql://cortex@db:5432/agents",
+    "cortex migrate postgresql://cortex@db:5432/agents ./copy --actor agent-ops-1"))
+@click.argument("src", metavar="SRC")
+@click.argument("dst", metavar="DST")
+@click.option("--actor", metavar="ACTOR", help="The actor (required when SRC is a PostgreSQL database).")
+@_json_option
+def migrate(src: str, dst: str, actor: str | None, as_json: bool) -> int:
+    """Copy the store at SRC into the empty store at DST, between a RocksDB directory
+    and a PostgreSQL database in either direction, streaming, and check the copy
+    (same root, verify clean)."""
+    with progress("copying keys", None) as advance:
+        done = cortex.migrate(src, dst, actor=actor, progress=advance)
+    if as_json:
+        _echo_json({"actor": done.actor, "keys": done.keys, "root": done.root})
+    else:
+        click.echo(f"migrated {done.keys} keys of {done.actor}; root {done.root} checked")
+    return 0
