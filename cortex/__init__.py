@@ -16,6 +16,7 @@ from .writes import Write
 from .errors import *  # noqa: F403 - every error class is public
 from .errors import __all__ as _errors
 from .memory import Memory
+from .provenance import Origin
 from .model import (
     Belief,
     EdgeType,
@@ -66,6 +67,7 @@ __all__ = [
     "Tier",
     "Edge",
     "EdgeType",
+    "Origin",
     "Scope",
     "Selector",
     "SignedScope",

@@ -26,6 +26,7 @@ from .errors import ValidationError
 from .memory import Memory
 from .model import Edge
 from .model import EdgeType, Frame, MemoryData
+from .provenance import Origin
 from .salience.score import Score, Weights
 from .scope import Scope, SignedScope
 from .writes import Write
@@ -152,10 +153,18 @@ class Cortex:
         expires_at: datetime | None = None,
         forms: dict[str, str] | None = None,
         supersedes: Iterable[str] = (),
+        occurred_at: datetime | None = None,
+        session: str | None = None,
+        sequence: int | None = None,
+        origin: Origin | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> str:
         """Write a new memory; return the URI of its version 1. `supersedes`: URIs of
-        memories it replaces, linked in the same batch (`link(new, "supersedes", old)`)."""
-        item = Write(data, frames, tags, importance, confidence, source, expires_at, forms, supersedes)
+        memories it replaces, linked in the same batch (`link(new, "supersedes", old)`).
+        `occurred_at`, `session`, `sequence`, `origin`, `attributes`: its provenance,
+        each optional (`cortex.provenance`)."""
+        item = Write(data, frames, tags, importance, confidence, source, expires_at, forms, supersedes,
+                     occurred_at=occurred_at, session=session, sequence=sequence, origin=origin, attributes=attributes)
         return _writes.write_many(self._engine, [item])[0]
 
     def write_many(self, items: Iterable[Write]) -> list[str]:
@@ -195,11 +204,12 @@ class Cortex:
     def find(self, type: Any = None, tags: Iterable[str] = (), where: Any = None, order_by: str = "salience",
              limit: int | None = None, budget_tokens: int | None = None, form: str | None = None,
              include_tombstoned: bool = False, scope: Any = None, late_binding: bool = False,
-             include_superseded: bool = False) -> list[Memory]:
-        """A bounded query over one type or a set of tags: see `cortex.query`."""
+             include_superseded: bool = False, session: str | None = None) -> list[Memory]:
+        """A bounded query over one type, a set of tags or a trace session: see `cortex.query`."""
         return _query.find(self._engine, type=type, tags=tags, where=where, order_by=order_by, limit=limit,
                            budget_tokens=budget_tokens, form=form, include_tombstoned=include_tombstoned,
-                           scope=scope, late_binding=late_binding, include_superseded=include_superseded)
+                           scope=scope, late_binding=late_binding, include_superseded=include_superseded,
+                           session=session)
 
     def resolve(self, uri: str, scope: SignedScope | None = None) -> Memory:
         """The memory version a URI names (old versions and tombstoned memories too).

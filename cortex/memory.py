@@ -21,6 +21,7 @@ from .errors import CorruptRecord
 from .ids import encode_id
 from .forms import render_full
 from .model import Frame, MemoryData, MemoryType, from_micros, json_value
+from .provenance import Origin, Provenance
 from .records import (
     HEAD_FIELDS,
     HEAD_PREFIX,
@@ -42,6 +43,8 @@ from .records import (
     V_TOKENS,
     decode_data,
     head_key,
+    head_provenance,
+    version_provenance,
     head_shape_ok,
     unpack_head,
     version_key,
@@ -51,7 +54,10 @@ from .records import (
 FIELDS = (
     "id", "uri", "type", "data", "version", "frames", "tags", "importance", "confidence",
     "source", "created_at", "updated_at", "tombstoned", "forms", "tokens", "expires_at",
+    "occurred_at", "session", "sequence", "origin", "attributes",
 )
+# The provenance fields (`cortex.provenance`), in `FIELDS` order.
+PROVENANCE_FIELDS = ("occurred_at", "session", "sequence", "origin", "attributes")
 
 
 class Memory:
@@ -90,13 +96,22 @@ class Memory:
     forms: dict[str, str]
     tokens: dict[str, int]
     expires_at: datetime | None
+    occurred_at: datetime
+    session: str | None
+    sequence: int | None
+    origin: Origin | None
+    attributes: dict[str, Any] | None
 
     def __init__(self, *, id: str, uri: str, type: MemoryType, data: MemoryData, version: int,
                  frames: tuple[Frame, ...], tags: tuple[str, ...], importance: int, confidence: float,
                  source: str, created_at: datetime, updated_at: datetime, tombstoned: bool,
-                 forms: dict[str, str], tokens: dict[str, int], expires_at: datetime | None = None) -> None:
+                 forms: dict[str, str], tokens: dict[str, int], expires_at: datetime | None = None,
+                 occurred_at: datetime | None = None, session: str | None = None, sequence: int | None = None,
+                 origin: Origin | None = None, attributes: dict[str, Any] | None = None) -> None:
         values = dict(locals())
         del values["self"]
+        if occurred_at is None:
+            values["occurred_at"] = created_at
         _SET_FIELDS(self, values)
         for setter in (_SET_RAW_ID, _SET_HEAD, _SET_VERSION, _SET_NUMBER):
             setter(self, None)
@@ -191,6 +206,18 @@ class Memory:
             "forms": dict(self.forms),
             "tokens": dict(self.tokens),
             "expires_at": json_value(self.expires_at),
+            **self.provenance_dict(),
+        }
+
+    def provenance_dict(self) -> dict[str, Any]:
+        """The provenance fields as JSON values, or {} for a memory written without
+        any (so the dicts of such memories are what they were before provenance)."""
+        if self.session is None and self.sequence is None and self.origin is None and self.attributes is None \
+                and self.occurred_at == self.created_at:
+            return {}
+        return {
+            "occurred_at": json_value(self.occurred_at), "session": self.session, "sequence": self.sequence,
+            "origin": None if self.origin is None else self.origin.to_dict(), "attributes": self.attributes,
         }
 
 
@@ -320,7 +347,18 @@ def _current(m: Memory, head_index: int, version_index: int) -> Any:
 
 
 # Fields an older version's record holds itself; the rest come from the head.
-_PER_VERSION = frozenset({"data", "confidence", "source", "updated_at", "forms", "tokens"})
+_PER_VERSION = frozenset({"data", "confidence", "source", "updated_at", "forms", "tokens", *PROVENANCE_FIELDS})
+
+
+def _prov(m: Memory) -> Provenance | None:
+    return head_provenance(m._head) if m._version is None else version_provenance(m._version)
+
+
+def _occurred(m: Memory) -> datetime:
+    prov = _prov(m)
+    if prov is None or prov.occurred_at is None:
+        return m.created_at
+    return prov.occurred_at
 
 def _head_field(name: str) -> Callable[[Memory], Any]:
     """A memory-wide field, decoded from the head by the one decoder in `cortex.records`."""
@@ -349,6 +387,11 @@ _DERIVE: dict[str, Callable[[Memory], Any]] = {
     "forms": lambda m: dict(zip(("short", "medium"), _current(m, H_FORMS, V_FORMS), strict=True)),
     "tokens": _tokens,
     "expires_at": lambda m: from_micros(m._head[H_EXPIRES]) if m._head[H_EXPIRES] else None,
+    "occurred_at": _occurred,
+    "session": lambda m: None if (p := _prov(m)) is None else p.session,
+    "sequence": lambda m: None if (p := _prov(m)) is None else p.sequence,
+    "origin": lambda m: None if (p := _prov(m)) is None else p.origin,
+    "attributes": lambda m: None if (p := _prov(m)) is None else p.attributes_dict(),
 }
 assert set(_DERIVE) == set(FIELDS)
 

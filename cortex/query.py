@@ -18,9 +18,13 @@ small limit reads few records. A query must be bounded (`limit` and/or
   no data class (or not the given type) has raises `ValidationError`. A memory
   without the field, or whose value cannot be ordered against the given one (a
   string against a number), does not match.
+* `session`: only memories whose provenance names this trace session
+  (`cortex.provenance`; the session index `idx/session` is then the plan, and a
+  session alone is selective enough: no type or tag is needed).
 * `order_by`: "salience" (live score with the store's weights and the pinned
   floor, descending), "created" (oldest first) or "-created" (newest first); ties
-  by id ascending.
+  by id ascending. With a session, "sequence" gives the trace order (sequence,
+  then id, ascending).
 * `budget_tokens`: the result is the longest prefix of the ordered matches whose
   tokens (in `form`, default medium) fit, and at least one memory, as in
   `context()`. With `limit` too, at most `limit` memories.
@@ -50,6 +54,7 @@ from .engine import Engine
 from .errors import TooBroad, Unbounded, ValidationError, shown
 from .forms import FORM_NAMES
 from .index import by_tag, by_type, entry
+from .index import session as by_session
 from .memory import Memory
 from .model import (
     DATA_CLASSES,
@@ -64,14 +69,16 @@ from .model import (
     When,
     check_int,
     check_tags,
+    check_text,
     to_micros,
 )
+from .provenance import MAX_SESSION_BYTES
 from .salience.score import live_scores
 from .records import FLAG_SUPERSEDED, head_keys, unpack_head
 from .scope import Refusal, SignedScope, capped_budget, check_signed, memory_frames, verify
 from .writes import report_violation, touch
 
-ORDERS = ("salience", "created", "-created")
+ORDERS = ("salience", "created", "-created", "sequence")
 MAX_WHERE_DEPTH = 32
 _CHUNK = 256
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
@@ -192,12 +199,15 @@ def compile_where(where: object, rules: FieldRules, depth: int = 0) -> Predicate
     return lambda data: (v := getattr(data, name, missing)) is not missing and _orderable(v, checked) and compare(v, checked)
 
 
-def find(e: Engine, *, type: Any, tags: Iterable[str], where: Any, order_by: str, limit: int | None, budget_tokens: int | None, form: str | None, include_tombstoned: bool, scope: Any, late_binding: bool, include_superseded: bool = False) -> list[Memory]:
+def find(e: Engine, *, type: Any, tags: Iterable[str], where: Any, order_by: str, limit: int | None, budget_tokens: int | None, form: str | None, include_tombstoned: bool, scope: Any, late_binding: bool, include_superseded: bool = False,
+         session: str | None = None) -> list[Memory]:
     e.check_open()
     mtype = _memory_type(type)
     tag_list = check_tags(tags)
-    if mtype is None and not tag_list:
-        raise TooBroad("find", "name a type or at least one tag")
+    if session is not None:
+        check_text("session", session, required=True, max_bytes=MAX_SESSION_BYTES)
+    if mtype is None and not tag_list and session is None:
+        raise TooBroad("find", "name a type, a session or at least one tag")
     if limit is None and budget_tokens is None:
         raise Unbounded("find", "give a limit or a budget_tokens")
     if limit is not None:
@@ -209,6 +219,8 @@ def find(e: Engine, *, type: Any, tags: Iterable[str], where: Any, order_by: str
         raise ValidationError("form", f"must be one of {', '.join(FORM_NAMES)}", form)
     if order_by not in ORDERS:
         raise ValidationError("order_by", f"must be one of {', '.join(ORDERS)}", order_by)
+    if order_by == "sequence" and session is None:
+        raise ValidationError("order_by", "'sequence' orders the memories of one session: give a session", order_by)
     if not isinstance(include_tombstoned, bool) or not isinstance(late_binding, bool):
         raise ValidationError("include_tombstoned" if not isinstance(include_tombstoned, bool) else "late_binding", "must be a bool")
     if not isinstance(include_superseded, bool):
@@ -221,7 +233,7 @@ def find(e: Engine, *, type: Any, tags: Iterable[str], where: Any, order_by: str
 
     def read() -> list[tuple[bytes, Memory]]:
         now = to_micros(e.now())
-        rows = _candidates(e, mtype, tag_list, include_tombstoned)
+        rows = _candidates(e, mtype, tag_list, include_tombstoned, session)
         if not include_superseded:
             rows = rows[(rows["flags"] & FLAG_SUPERSEDED) == 0]
         budget = budget_tokens
@@ -230,10 +242,12 @@ def find(e: Engine, *, type: Any, tags: Iterable[str], where: Any, order_by: str
         if order_by == "salience":
             scores = live_scores(rows["last_used"], rows["access"], rows["citations"], rows["importance"], (rows["flags"] & entry.FLAG_PINNED) != 0, now, e.weights())
             order = np.lexsort((rows["id_lo"], rows["id_hi"], -scores))
+        elif order_by == "sequence":
+            order = np.arange(len(rows))  # the session index's key order: sequence, then id
         else:
             created = rows["created"].astype(np.int64)
             order = np.lexsort((rows["id_lo"], rows["id_hi"], created if order_by == "created" else -created))
-        return _collect(e, rows[order], tag_list, predicate, limit, budget, entry.TOKEN_FIELDS[form], signed)
+        return _collect(e, rows[order], tag_list, predicate, limit, budget, entry.TOKEN_FIELDS[form], signed, session)
 
     try:
         results = e.read(read, catch_up=signed is not None)
@@ -245,8 +259,17 @@ def find(e: Engine, *, type: Any, tags: Iterable[str], where: Any, order_by: str
     return [memory for _, memory in results]
 
 
-def _candidates(e: Engine, mtype: MemoryType | None, tags: tuple[str, ...], include_tombstoned: bool) -> np.ndarray:
-    if tags:
+def _candidates(e: Engine, mtype: MemoryType | None, tags: tuple[str, ...], include_tombstoned: bool,
+                session: str | None = None) -> np.ndarray:
+    if session is not None:
+        rows = entry.scan_rows(e.storage, by_session.prefix(session), None)
+        for tag in tags:
+            bucket = entry.scan_rows(e.storage, by_tag.prefix(tag), by_tag.key_of(by_tag.prefix(tag)))
+            ids = set(zip(bucket["id_hi"].tolist(), bucket["id_lo"].tolist()))
+            rows = rows[np.fromiter(((h, l) in ids for h, l in zip(rows["id_hi"].tolist(), rows["id_lo"].tolist())), dtype=bool, count=len(rows))]
+        if mtype is not None:
+            rows = rows[rows["type"] == int(mtype)]
+    elif tags:
         buckets = [entry.scan_rows(e.storage, by_tag.prefix(tag), by_tag.key_of(by_tag.prefix(tag))) for tag in tags]
         rows = buckets[0]
         for other in buckets[1:]:
@@ -275,7 +298,7 @@ def _scoped(e: Engine, signed: SignedScope, rows: np.ndarray, now: int, budget: 
 
 
 def _collect(e: Engine, rows: np.ndarray, tags: tuple[str, ...], predicate: Predicate | None, limit: int | None, budget: int | None,
-             token_field: str, scope: SignedScope | None = None) -> list[tuple[bytes, Memory]]:
+             token_field: str, scope: SignedScope | None = None, session: str | None = None) -> list[tuple[bytes, Memory]]:
     """Read candidates in order, chunk by chunk, until the limit or the budget is met
     (with a scope, only memories whose head it admits)."""
     out: list[tuple[bytes, Memory]] = []
@@ -290,6 +313,8 @@ def _collect(e: Engine, rows: np.ndarray, tags: tuple[str, ...], predicate: Pred
             memory = Memory.stored(raw_id, unpack_head(key, raw))
             if any(tag not in memory.tags for tag in tags):
                 continue  # another tag with the same 64-bit hash
+            if session is not None and memory.session != session:
+                continue  # another session with the same 128-bit hash
             if scope is not None and not scope.scope.admits(raw_id, int(memory.type), memory.tags, memory_frames(memory.frames)):
                 continue
             if predicate is not None and not predicate(memory.data):

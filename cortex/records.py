@@ -53,6 +53,7 @@ import numpy as np
 
 from .errors import CorruptRecord
 from .model import DATA_CLASSES, MAX_IMPORTANCE, Frame, MemoryData, MemoryType, ObjKind, Verb, field_names, stored_frame, to_micros
+from .provenance import Provenance, record_ok
 
 SCHEMA_VERSION = 1
 
@@ -192,10 +193,15 @@ def content_hash(record: list[Any]) -> bytes:
 # Head and version records
 
 (H_TYPE, H_VERSION, H_CREATED, H_UPDATED, H_FRAMES, H_TAGS, H_IMPORTANCE, H_TOMBSTONE,
- H_EXPIRES, H_DATA, H_CONFIDENCE, H_SOURCE, H_FORMS, H_TOKENS) = range(14)
+ H_EXPIRES, H_DATA, H_CONFIDENCE, H_SOURCE, H_FORMS, H_TOKENS, H_PROV) = range(15)
 HEAD_LENGTH = 14
-(V_DATA, V_CREATED, V_CREATED_BY, V_CONFIDENCE, V_SOURCE, V_FORMS, V_TOKENS, V_HASH) = range(8)
+(V_DATA, V_CREATED, V_CREATED_BY, V_CONFIDENCE, V_SOURCE, V_FORMS, V_TOKENS, V_HASH, V_PROV) = range(9)
 VERSION_LENGTH = 8
+# A memory with provenance (`cortex.provenance`) has one more element at the end of
+# its head and of its version records: `H_PROV` / `V_PROV`. Without it the records
+# are exactly those stores held before provenance existed.
+HEAD_LENGTHS = (HEAD_LENGTH, HEAD_LENGTH + 1)
+VERSION_LENGTHS = (VERSION_LENGTH, VERSION_LENGTH + 1)
 
 _MAX_MICROS = to_micros(datetime(9999, 12, 31, tzinfo=timezone.utc))
 _TYPE_CODES = frozenset(int(t) for t in MemoryType)
@@ -221,9 +227,11 @@ def head_shape_ok(rec: Any) -> bool:
     of a head runs this, so it is written out flat (4x faster than with helpers);
     field values are then checked as they decode (`HEAD_FIELDS`)."""
     try:
-        if type(rec) is not tuple or len(rec) != HEAD_LENGTH:
+        if type(rec) is not tuple or len(rec) not in HEAD_LENGTHS:
             return False
-        mtype, version, created, updated, frames, tags, importance, tomb, expires, data, conf, source, forms, tokens = rec
+        mtype, version, created, updated, frames, tags, importance, tomb, expires, data, conf, source, forms, tokens = rec[:HEAD_LENGTH]
+        if len(rec) > H_PROV and not record_ok(rec[H_PROV]):
+            return False
         if type(mtype) is not int or type(data) is not tuple or _DATA_LENGTHS.get(mtype) != len(data):
             return False
         if type(version) is not int or not 1 <= version < 2**32 or type(importance) is not int or not 0 <= importance <= MAX_IMPORTANCE:
@@ -257,12 +265,13 @@ def head_shape_ok(rec: Any) -> bool:
 def version_shape_ok(rec: Any, mtype: Any) -> bool:
     try:
         return (
-            isinstance(rec, list) and len(rec) == VERSION_LENGTH
+            isinstance(rec, list) and len(rec) in VERSION_LENGTHS
             and is_int(mtype) and mtype in _TYPE_CODES and isinstance(rec[V_DATA], list) and len(rec[V_DATA]) == _DATA_LENGTHS[mtype]
             and _is_time(rec[V_CREATED]) and isinstance(rec[V_CREATED_BY], str)
             and isinstance(rec[V_CONFIDENCE], float) and 0.0 <= rec[V_CONFIDENCE] <= 1.0
             and isinstance(rec[V_SOURCE], str) and _texts(rec[V_FORMS], 2) and _ints(rec[V_TOKENS], 3)
             and isinstance(rec[V_HASH], bytes) and len(rec[V_HASH]) == 32
+            and (len(rec) == VERSION_LENGTH or record_ok(rec[V_PROV]))
         )
     except Exception:
         return False
@@ -289,7 +298,19 @@ HEAD_FIELDS: dict[str, tuple[int, Callable[[tuple[Any, ...]], Any]]] = {
     "source": (H_SOURCE, lambda rec: rec[H_SOURCE]),
     "forms": (H_FORMS, lambda rec: (rec[H_FORMS][0], rec[H_FORMS][1])),
     "tokens": (H_TOKENS, lambda rec: (rec[H_TOKENS][0], rec[H_TOKENS][1], rec[H_TOKENS][2])),
+    "prov": (H_PROV, lambda rec: head_provenance(rec)),
 }
+
+
+def head_provenance(rec: Sequence[Any]) -> Provenance | None:
+    """The provenance a decoded head holds (None when it has none)."""
+    return Provenance.from_record(rec[H_PROV]) if len(rec) > H_PROV else None
+
+
+def version_provenance(rec: Sequence[Any]) -> Provenance | None:
+    """The provenance a decoded version record holds (None when it has none)."""
+    return Provenance.from_record(rec[V_PROV]) if len(rec) > V_PROV else None
+
 
 
 class Head(NamedTuple):
@@ -299,7 +320,8 @@ class Head(NamedTuple):
     read decodes, and a tuple builds several times faster; changes use `_replace`.)
 
     `created` is when version 1 was written and `updated` when the current version
-    was, both in microseconds since the epoch; `tombstone` is `(at, reason)` or None.
+    was, both in microseconds since the epoch; `tombstone` is `(at, reason)` or None;
+    `prov` the current version's provenance (`cortex.provenance`) or None.
     """
 
     type: MemoryType
@@ -316,21 +338,31 @@ class Head(NamedTuple):
     source: str
     forms: tuple[str, str]
     tokens: tuple[int, int, int]
+    prov: Provenance | None = None
 
     def encode(self, record: list[Any] | None = None, frames: list[list[Any]] | None = None) -> bytes:
         """The stored bytes. `record` is `data.to_record()` and `frames` the
         `frames_record()`, when the caller has them already."""
-        return pack(
-            [
-                int(self.type), self.version, self.created, self.updated,
-                frames_record(self.frames) if frames is None else frames,
-                list(self.tags), self.importance,
-                list(self.tombstone) if self.tombstone else None,
-                self.expires,
-                self.data.to_record() if record is None else record,
-                self.confidence, self.source, list(self.forms), list(self.tokens),
-            ]
-        )
+        fields = [
+            int(self.type), self.version, self.created, self.updated,
+            frames_record(self.frames) if frames is None else frames,
+            list(self.tags), self.importance,
+            list(self.tombstone) if self.tombstone else None,
+            self.expires,
+            self.data.to_record() if record is None else record,
+            self.confidence, self.source, list(self.forms), list(self.tokens),
+        ]
+        if self.prov is not None:
+            fields.append(self.prov.record())
+        return pack(fields)
+
+    @property
+    def occurred(self) -> int:
+        """When the memory happened, µs: its provenance's `occurred_at`, else `created`."""
+        prov = self.prov
+        if prov is None or prov.occurred_at is None:
+            return self.created
+        return to_micros(prov.occurred_at)
 
     @staticmethod
     def decode(key: bytes, raw: bytes, validate: bool = False) -> Head:
@@ -361,15 +393,17 @@ class Version(NamedTuple):
     forms: tuple[str, str]
     tokens: tuple[int, int, int]
     content_hash: bytes
+    prov: Provenance | None = None
 
     def encode(self, record: list[Any] | None = None) -> bytes:
-        return pack(
-            [
-                self.data.to_record() if record is None else record,
-                self.created, self.created_by, self.confidence, self.source,
-                list(self.forms), list(self.tokens), self.content_hash,
-            ]
-        )
+        fields = [
+            self.data.to_record() if record is None else record,
+            self.created, self.created_by, self.confidence, self.source,
+            list(self.forms), list(self.tokens), self.content_hash,
+        ]
+        if self.prov is not None:
+            fields.append(self.prov.record())
+        return pack(fields)
 
     @staticmethod
     def decode(key: bytes, raw: bytes, mtype: MemoryType, validate: bool = False) -> Version:
@@ -386,6 +420,7 @@ class Version(NamedTuple):
                 forms=(rec[V_FORMS][0], rec[V_FORMS][1]),
                 tokens=(rec[V_TOKENS][0], rec[V_TOKENS][1], rec[V_TOKENS][2]),
                 content_hash=rec[V_HASH],
+                prov=version_provenance(rec),
             )
         except Exception as exc:
             raise CorruptRecord(key, f"bad version record ({type(exc).__name__}: {exc})") from None

@@ -410,6 +410,7 @@ def _head_mismatch_version(head: Head, version: Version) -> str | None:
     checks = (
         ("data", head.data, version.data), ("forms", head.forms, version.forms), ("tokens", head.tokens, version.tokens),
         ("confidence", head.confidence, version.confidence), ("source", head.source, version.source),
+        ("provenance", head.prov, version.prov),
     )
     return next((f"its current version ({name})" for name, have, want in checks if have != want), None)
 

@@ -10,7 +10,7 @@ rejected call writes nothing, so the root is unchanged.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,6 +21,7 @@ from .errors import TypeMismatch, ValidationError
 from .forms import build_forms, check_forms
 from .ids import URI, format_uris, parse_uri
 from .journal import append
+from .provenance import Origin, Provenance
 from .model import (
     MAX_IMPORTANCE,
     Frame,
@@ -64,7 +65,9 @@ class Write:
     Validates on construction (frames and tags become tuples, duplicates removed).
     `expires_at`: after that instant the memory no longer appears in `context()`
     (it still resolves). `supersedes`: URIs (or ids) of memories the new one
-    replaces, linked in the same batch (`cortex.edges`).
+    replaces, linked in the same batch (`cortex.edges`). `occurred_at`, `session`,
+    `sequence`, `origin` and `attributes`: the memory's provenance (`cortex.provenance`),
+    each optional; `provenance` holds them validated (None when none is given).
     """
 
     data: MemoryData
@@ -76,10 +79,13 @@ class Write:
     expires_at: datetime | None
     forms: dict[str, str] | None = field(compare=False)
     supersedes: tuple[str, ...]
+    provenance: Provenance | None
 
     def __init__(self, data: MemoryData, frames: Iterable[Frame] = (), tags: Iterable[str] = (), importance: int = 0,
                  confidence: float = 1.0, source: str = "user_input", expires_at: datetime | None = None,
-                 forms: dict[str, str] | None = None, supersedes: Iterable[str] = ()) -> None:
+                 forms: dict[str, str] | None = None, supersedes: Iterable[str] = (), *,
+                 occurred_at: datetime | None = None, session: str | None = None, sequence: int | None = None,
+                 origin: Origin | None = None, attributes: Mapping[str, Any] | None = None) -> None:
         check_data(data)
         check_int("importance", importance, lo=0, hi=MAX_IMPORTANCE)
         check_text("source", source, required=True, max_bytes=MAX_SOURCE_BYTES)
@@ -93,6 +99,8 @@ class Write:
             "expires_at": check_datetime("expires_at", expires_at),
             "forms": check_forms(forms),
             "supersedes": edges.check_supersedes(supersedes),
+            "provenance": Provenance.check(occurred_at=occurred_at, session=session, sequence=sequence, origin=origin,
+                                           attributes=attributes),
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -130,9 +138,9 @@ def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
             head = Head(
                 type=data.TYPE, version=1, created=now, updated=now, frames=item.frames, tags=item.tags,
                 importance=item.importance, tombstone=None, expires=expires, data=data,
-                confidence=item.confidence, source=item.source, forms=forms, tokens=tokens,
+                confidence=item.confidence, source=item.source, forms=forms, tokens=tokens, prov=item.provenance,
             )
-            version = Version(data, now, e.actor, item.confidence, item.source, forms, tokens, content_hash(record))
+            version = Version(data, now, e.actor, item.confidence, item.source, forms, tokens, content_hash(record), item.provenance)
             frames = frames_record(item.frames)
             pinned = is_pinned(data)
             payload = {
@@ -166,7 +174,8 @@ def update(e: Engine, uri: str, data: MemoryData) -> str:
         number = old.version + 1
         head = old._replace(version=number, updated=now, data=data, forms=(form.short, form.medium),
                             tokens=(form.short_tokens, form.medium_tokens, form.full_tokens))
-        version = Version(data, now, e.actor, old.confidence, old.source, head.forms, head.tokens, content_hash(data.to_record()))
+        version = Version(data, now, e.actor, old.confidence, old.source, head.forms, head.tokens, content_hash(data.to_record()),
+                          old.prov)
         payload = {"id": raw_id, "version": number, "pinned": is_pinned(data)}
         e.commit("update", now, payload, {raw_id: (old, head)}, {version_key(raw_id, number): version.encode()})
     return str(URI(head.type, raw_id, number))

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 
 from ..model import MemoryType, is_pinned, to_micros
 from ..salience.score import Score
-from . import actor_obj, by_tag, by_type, edge, entry, frame, pinned
+from . import actor_obj, by_tag, by_type, edge, entry, frame, pinned, session
 
 if TYPE_CHECKING:
     from ..records import Head
 
 PREFIX = b"idx/"
-DERIVED_PREFIXES = (by_type.PREFIX, by_tag.PREFIX, pinned.PREFIX, frame.PREFIX, actor_obj.PREFIX, *edge.PREFIXES)
+DERIVED_PREFIXES = (by_type.PREFIX, by_tag.PREFIX, pinned.PREFIX, frame.PREFIX, actor_obj.PREFIX, session.PREFIX, *edge.PREFIXES)
 
 
 def entries(raw_id: bytes, head: Head, score: Score, edge_flags: int = 0) -> dict[bytes, bytes]:
@@ -44,6 +44,9 @@ def entries(raw_id: bytes, head: Head, score: Score, edge_flags: int = 0) -> dic
     out = {by_type.key(head.type, head.created, raw_id): value}
     for tag in head.tags:
         out[by_tag.key(tag, head.created, raw_id)] = value
+    prov = head.prov
+    if prov is not None and prov.session is not None:
+        out[session.key(prov.session, prov.sequence, raw_id)] = value
     if not live:
         return out
     if is_pin:

@@ -34,7 +34,7 @@ from ..records import (
     FLAG_CONTRADICTED,
     FLAG_SUPERSEDED,
     H_TOMBSTONE,
-    HEAD_LENGTH,
+    HEAD_LENGTHS,
     ID_SIZE,
     INDEX_VALUE_SIZE,
     IV_FLAGS,
@@ -150,7 +150,7 @@ def is_live(kv: Storage, raw_id: bytes, pending: Pending = NOTHING_PENDING) -> b
     if raw is None:
         return False
     rec = unpack(key, raw)
-    if not (isinstance(rec, list) and len(rec) == HEAD_LENGTH):
+    if not (isinstance(rec, list) and len(rec) in HEAD_LENGTHS):
         raise CorruptRecord(key, "bad head record")
     return rec[H_TOMBSTONE] is None
 

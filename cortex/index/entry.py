@@ -64,7 +64,7 @@ def unsound(rows: np.ndarray | Columns) -> bool:
     return bool(len(rows["type"])) and bool(((rows["type"] < TYPE_MIN) | (rows["type"] > TYPE_MAX) | (rows["version"] == 0)).any())
 
 
-def scan_rows(kv: Storage, prefix: bytes, key_of: Callable[[bytes], bytes]) -> np.ndarray:
+def scan_rows(kv: Storage, prefix: bytes, key_of: Callable[[bytes], bytes] | None) -> np.ndarray:
     """Every value under `prefix`, decoded and checked; `CorruptRecord` names a bad one."""
     try:
         rows = decode_many(kv.scan_values(prefix, key_of))

@@ -41,6 +41,17 @@ under the verb that says what the agent did with it (so `context(verb="delegate"
 objects={"tool": "deploy"})` brings back the recent results of the deploy tool).
 The agent itself is not a frame: every event of a store's agent would share it.
 
+Provenance (`cortex.provenance`): every memory gets `occurred_at` = the event's
+`timestamp`, `session` = `session_id`, `sequence`, and `origin` = (event_id, the
+`message_id` of the content or the metadata when it is a string, tenant_id,
+agent_id). Content fields the table above does not name are kept, not dropped: in
+the memory's `attributes` as `{"content": {field: value}}` (with the event's
+`metadata`, when not empty, as `"metadata"`), and, for an Event, at the end of its
+summary as canonical JSON, so `{"endpoint": "billing-api", "status": 503}` reads
+`... api_result: billing-api {"status":503}`. (Attributes too large or not
+representable, beyond 16 KiB as JSON or numbers past 2**53, are kept as text cut
+to 2 KiB under `"text"`.)
+
 Every memory gets the tags `hmx:<event_id>`, `hmx.type:<event_type>` and
 `hmx.session:<session_id>` (a value that would make the tag longer than 64
 characters is replaced by its SHA-256: `hmx~<hex>`), the source `hmx:<agent_id>`,
@@ -81,6 +92,7 @@ from urllib.parse import urlsplit
 
 from ..errors import MalformedEvent, UnsupportedHMXVersion, ValidationError
 from ..model import Belief, Event, Fact, Frame
+from ..provenance import MAX_ORIGIN_BYTES, MAX_SEQUENCE, Origin, canonical_attributes
 from ..writes import Write
 from . import InteropStore
 from .canonical import canonical_json, cut_utf8, sha256_hex
@@ -343,10 +355,34 @@ class _Envelope:
     event_id: str
     event_type: str
     agent_id: str
+    tenant_id: str
     session_id: str
     timestamp: str
     at: datetime
+    sequence: int
     content: _Fields
+    metadata: Mapping[str, Any] | None
+    unknown: dict[str, Any]  # the content fields the event's type does not name
+
+
+# The content fields each type reads (the table in the module docstring); the others
+# are kept in the memory's attributes. (A type a later minor version adds keeps its
+# whole content in the summary and the attributes.)
+_KNOWN_CONTENT: dict[str, frozenset[str]] = {
+    "message": frozenset({"role", "content", "message_id"}),
+    "tool_call": frozenset({"tool_name", "input"}),
+    "tool_result": frozenset({"tool_name", "error", "success", "is_error", "output"}),
+    "file_edit": frozenset({"path", "operation", "description"}),
+    "test_run": frozenset({"suite", "passed", "failed", "skipped"}),
+    "command_exec": frozenset({"command", "exit_code"}),
+    "browser_action": frozenset({"action", "url", "error"}),
+    "api_result": frozenset({"endpoint", "status_code", "error", "body"}),
+    "decision": frozenset({"decision", "rationale", "domain", "confidence"}),
+    "error": frozenset({"message", "error_type", "tool_name"}),
+    "observation": frozenset({"observation"}),
+    "state_change": frozenset({"entity", "field", "to", "from"}),
+    "feedback": frozenset({"sentiment", "comment", "source", "target_event_id"}),
+}
 
 
 def _envelope(line: int, event: Mapping[str, Any]) -> _Envelope:
@@ -365,14 +401,43 @@ def _envelope(line: int, event: Mapping[str, Any]) -> _Envelope:
     if event_type not in EVENT_TYPES and minor == 0:
         raise top.fail("event_type", f"must be one of the HMX-1.0 types: {', '.join(EVENT_TYPES)}", event_type)
     agent_id = top.name("agent_id", MAX_ID_BYTES)
-    top.name("tenant_id", MAX_ID_BYTES)
+    tenant_id = top.name("tenant_id", MAX_ID_BYTES)
     session_id = top.name("session_id", MAX_ID_BYTES)
     timestamp = top.name("timestamp", 64)
     at = _parse_time(top, timestamp)
-    top.integer("sequence", lo=0)
+    sequence = top.integer("sequence", lo=0)
     content = top.mapping("content")
-    top.opt_mapping("metadata")
-    return _Envelope(event_id, event_type, agent_id, session_id, timestamp, at, _Fields(line, content, "content."))
+    metadata = top.opt_mapping("metadata")
+    known = _KNOWN_CONTENT.get(event_type)
+    unknown = {k: v for k, v in content.items() if known is not None and k not in known}
+    return _Envelope(event_id, event_type, agent_id, tenant_id, session_id, timestamp, at, sequence,
+                     _Fields(line, content, "content."), metadata, unknown)
+
+
+def _attributes(env: _Envelope) -> dict[str, Any] | None:
+    """What the memory keeps of the event beyond its data: unknown content fields and metadata."""
+    attrs: dict[str, Any] = {}
+    if env.unknown:
+        attrs["content"] = env.unknown
+    elif env.event_type not in _KNOWN_CONTENT and env.content.obj:
+        attrs["content"] = dict(env.content.obj)
+    if env.metadata:
+        attrs["metadata"] = dict(env.metadata)
+    if not attrs:
+        return None
+    try:
+        canonical_attributes(attrs)
+    except ValidationError:
+        return {"text": _as_text(attrs)}
+    return attrs
+
+
+def _message_id(env: _Envelope) -> str | None:
+    for source in (env.content.obj, env.metadata or {}):
+        value = source.get("message_id")
+        if isinstance(value, str) and value.strip() and len(value.encode("utf-8", errors="replace")) <= MAX_ORIGIN_BYTES:
+            return value
+    return None
 
 
 def _parse_time(top: _Fields, text: str) -> datetime:
@@ -402,7 +467,11 @@ def _convert(line: int, event: Mapping[str, Any]) -> _Converted:
     tags = (event_tag(env.event_id), _tag("hmx.type:", env.event_type), _tag("hmx.session:", env.session_id))
     try:
         data, frames, confidence = convert(env)
-        write = Write(data, frames=tuple(frames), tags=tags, confidence=confidence, source=f"hmx:{env.agent_id}")
+        origin = Origin(event_id=env.event_id, message_id=_message_id(env), tenant=env.tenant_id, agent=env.agent_id)
+        write = Write(data, frames=tuple(frames), tags=tags, confidence=confidence, source=f"hmx:{env.agent_id}",
+                      occurred_at=env.at, session=env.session_id,
+                      sequence=env.sequence if env.sequence <= MAX_SEQUENCE else None,
+                      origin=origin, attributes=_attributes(env))
     except MalformedEvent:
         raise
     except ValidationError as exc:  # a rule of the memory the reads did not check: name it anyway
@@ -412,8 +481,11 @@ def _convert(line: int, event: Mapping[str, Any]) -> _Converted:
 
 def _event(env: _Envelope, kind: str, outcome: str, detail: str | None, *, counterparty: str | None = None,
            artifacts: tuple[str, ...] = (), intent_ref: str | None = None) -> Event:
-    """The Event an event becomes; its summary starts with the timestamp and type."""
+    """The Event an event becomes; its summary starts with the timestamp and type and
+    ends with the content fields the type does not name (canonical JSON)."""
     summary = f"{env.timestamp} {env.event_type}" + (f": {detail}" if detail else "")
+    if env.unknown:
+        summary += " " + _as_text(env.unknown)
     return Event(kind=kind, outcome=outcome, counterparty=counterparty, artifacts=artifacts,
                         intent_ref=intent_ref, summary=cut_utf8(summary, MAX_TEXT_BYTES))
 

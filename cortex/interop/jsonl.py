@@ -11,7 +11,10 @@ The file, one JSON object a line, in this order (format version 1):
    [[verb, kind, ref]], "tags", "importance", "created", "updated", "expires",
    "tombstone": null | {"at", "reason"}, "versions": [{"version", "data": {field:
    value}, "created", "created_by", "confidence", "source", "forms": {"short",
-   "medium"}, "tokens": {"short", "medium", "full"}, "content_hash"}]}` — every
+   "medium"}, "tokens": {"short", "medium", "full"}, "content_hash"}]}` (and, for a
+   version with provenance, `"provenance": {"occurred_at": µs or null, "session",
+   "sequence", "origin": [event_id, message_id, tenant, agent] or null,
+   "attributes": canonical JSON text or null}`, written only then) — every
    version, oldest first (the head's copy of the current version is the last one),
    and `"salience": {"last_used", "access_count", "citations", "importance",
    "pinned"}`, the memory's salience record;
@@ -75,7 +78,9 @@ from ..records import (
     ROOT_SIZE,
     SALIENCE_PREFIX,
     SCHEMA_VERSION,
+    VERSION_LENGTH,
     VERSION_PREFIX,
+    V_PROV,
     Entry,
     Head,
     JournalHead,
@@ -109,6 +114,8 @@ _COVERED_META = {META_ACTOR, META_SCHEMA, META_TOKENIZER, META_JOURNAL, META_CLO
                  META_CACHE_EPOCH}
 _COVERED_PREFIXES = (INDEX_PREFIX, HEAD_PREFIX, VERSION_PREFIX, JOURNAL_PREFIX, SALIENCE_PREFIX)
 _KINDS_ORDER = ("memory", "weights", "record", "journal")
+# The keys of a version line's `provenance`, in stored record order (`cortex.provenance`).
+_PROVENANCE_KEYS = ("occurred_at", "session", "sequence", "origin", "attributes")
 
 
 # ---------------------------------------------------------------------------
@@ -219,12 +226,15 @@ def _memory_line(e: Engine, key: bytes, raw: bytes) -> dict[str, Any]:
         rec = unpack(vkey, vraw)
         if not version_shape_ok(rec, int(head.type)):
             raise CortexError(f"cannot export: version {number} of {encode_id(raw_id)} is damaged (run verify())")
-        data, created, created_by, confidence, source, forms, tokens, digest = rec
-        versions.append({
+        data, created, created_by, confidence, source, forms, tokens, digest = rec[:VERSION_LENGTH]
+        line = {
             "version": number, "data": dict(zip(names, data, strict=True)), "created": created, "created_by": created_by,
             "confidence": confidence, "source": source, "forms": {"short": forms[0], "medium": forms[1]},
             "tokens": {"short": tokens[0], "medium": tokens[1], "full": tokens[2]}, "content_hash": digest.hex(),
-        })
+        }
+        if len(rec) > V_PROV:
+            line["provenance"] = dict(zip(_PROVENANCE_KEYS, rec[V_PROV], strict=True))
+        versions.append(line)
     return {
         "kind": "memory", "id": encode_id(raw_id), "type": head.type.type_name,
         "frames": [[f.verb.name.lower(), f.kind.name.lower(), f.ref] for f in head.frames],
@@ -388,6 +398,11 @@ def _memory_puts(obj: dict[str, Any]) -> dict[bytes, bytes]:
         rec = [[v["data"][name] for name in names], v["created"], v["created_by"], v["confidence"], v["source"],
                [v["forms"]["short"], v["forms"]["medium"]], [v["tokens"]["short"], v["tokens"]["medium"], v["tokens"]["full"]],
                bytes.fromhex(v["content_hash"])]
+        if "provenance" in v:
+            prov = v["provenance"]
+            if not isinstance(prov, dict) or set(prov) != set(_PROVENANCE_KEYS):
+                raise ValueError(f"version {number} has a malformed provenance")
+            rec.append([prov[name] for name in _PROVENANCE_KEYS])
         if not version_shape_ok(rec, int(mtype)):
             raise ValueError(f"version {number} has the wrong shape")
         version = Version.decode(version_key(raw_id, number), pack(rec), mtype, validate=True)
@@ -396,7 +411,8 @@ def _memory_puts(obj: dict[str, Any]) -> dict[bytes, bytes]:
     tomb = obj["tombstone"]
     frames = [[int(Verb.parse(verb)), int(ObjKind.parse(kind)), ref] for verb, kind, ref in obj["frames"]]
     head = [int(mtype), len(versions), obj["created"], obj["updated"], frames, obj["tags"], obj["importance"],
-            None if tomb is None else [tomb["at"], tomb["reason"]], obj["expires"], last[0], last[3], last[4], last[5], last[6]]
+            None if tomb is None else [tomb["at"], tomb["reason"]], obj["expires"], last[0], last[3], last[4], last[5], last[6],
+            *last[V_PROV:]]
     raw_head = pack(head)
     if not head_shape_ok(unpack_head(head_key(raw_id), raw_head)):
         raise ValueError("the head has the wrong shape")

@@ -6,7 +6,10 @@
      "tags": ["pricing"], "importance": 5}
 
 `type` and `data` are required; `frames`, `tags`, `importance`, `confidence`,
-`source` and `expires_at` are optional, with the defaults of `Cortex.write()`.
+`source` and `expires_at` are optional, with the defaults of `Cortex.write()`, and
+so is the provenance (`cortex.provenance`): `occurred_at` (ISO 8601), `session`,
+`sequence`, `origin` (`{"event_id", "message_id", "tenant", "agent"}`, each
+optional) and `attributes` (an object).
 `memory_from_json()` turns such an object into a `Write` and
 `memory_to_json()` turns a stored `Memory` back into one, so that
 `memory_from_json(memory_to_json(m))` writes the same memory again.
@@ -32,6 +35,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..memory import Memory
 from ..model import DATA_CLASSES, Frame, MemoryType
+from ..provenance import ORIGIN_FIELDS, Origin
 from ..writes import Write
 
 __all__ = ["memory_from_json", "memory_to_json", "TYPE_NAMES", "data_fields"]
@@ -39,7 +43,8 @@ __all__ = ["memory_from_json", "memory_to_json", "TYPE_NAMES", "data_fields"]
 TYPE_NAMES: tuple[str, ...] = tuple(member.type_name for member in MemoryType)
 """The memory type names a JSON memory's `type` may take, in type-code order."""
 
-_TOP_LEVEL = ("type", "data", "frames", "tags", "importance", "confidence", "source", "expires_at")
+_TOP_LEVEL = ("type", "data", "frames", "tags", "importance", "confidence", "source", "expires_at",
+              "occurred_at", "session", "sequence", "origin", "attributes")
 _FRAME_KEYS = ("verb", "kind", "ref")
 
 
@@ -105,13 +110,29 @@ def memory_from_json(obj: object) -> Write:
         confidence=obj.get("confidence", 1.0),
         source=obj.get("source", "user_input"),
         expires_at=_time("expires_at", obj.get("expires_at")),
+        occurred_at=_time("occurred_at", obj.get("occurred_at")),
+        session=obj.get("session"),
+        sequence=obj.get("sequence"),
+        origin=_origin(obj.get("origin")),
+        attributes=obj.get("attributes"),
     )
+
+
+def _origin(raw: object) -> Origin | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ValidationError("origin", f"must be an object {{{', '.join(ORIGIN_FIELDS)}}}, not {_json_type(raw)}", raw)
+    for key in raw:
+        if key not in ORIGIN_FIELDS:
+            raise ValidationError(f"origin.{key}", f"unknown field; an origin has {', '.join(ORIGIN_FIELDS)}", raw[key])
+    return Origin(**{key: raw[key] for key in ORIGIN_FIELDS if key in raw})
 
 
 def memory_to_json(memory: Memory) -> dict[str, Any]:
     """One stored memory (the version `memory` is) as JSON: the object
     `memory_from_json()` reads, with every optional field present except an absent
-    `expires_at`."""
+    `expires_at` and the provenance fields of a memory written without any."""
     out: dict[str, Any] = {
         "type": memory.type.type_name,
         "data": memory.data.to_dict(),
@@ -123,6 +144,13 @@ def memory_to_json(memory: Memory) -> dict[str, Any]:
     }
     if memory.expires_at is not None:
         out["expires_at"] = iso(memory.expires_at)
+    if memory.provenance_dict():
+        out["occurred_at"] = iso(memory.occurred_at)
+        for name in ("session", "sequence", "attributes"):
+            if getattr(memory, name) is not None:
+                out[name] = getattr(memory, name)
+        if memory.origin is not None:
+            out["origin"] = {k: v for k, v in memory.origin.to_dict().items() if v is not None}
     return out
 
 
