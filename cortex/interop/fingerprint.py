@@ -95,13 +95,14 @@ from typing import Any
 from ..model import Edge
 from ..errors import FingerprintIntegrityError, ValidationError
 from ..memory import Memory
-from ..model import Belief, Constraint, Event, Frame, ObjKind, Pattern, Preference
+from ..model import Belief, Constraint, Event, Fact, Frame, ObjKind, Pattern, Preference
 from ..writes import Write
 from . import InteropStore
 from .canonical import JSONDict, canonical_json, content_hash, cut_utf8, without
 from .hmx_pack import SECTION_OF_TYPE, SECTION_ORDER
 
-__all__ = ["export", "import_", "TIERS", "TIER_LIMITS", "FingerprintIntegrityError", "import_tag"]
+__all__ = ["export", "import_", "TIERS", "TIER_LIMITS", "FingerprintIntegrityError", "import_tag", "stored_priors",
+           "PRIORS_TAG", "COMPILER_STATE_TAG"]
 
 HMX_VERSION = "HMX-1.0"
 FORMAT = "hmx-fingerprint"
@@ -122,6 +123,35 @@ _MILLISECOND = timedelta(milliseconds=1)
 _CONSTRAINT_TEXT = re.compile(r"\[(soft|firm|hard)\] (prefer|avoid|neutral|do|dont) (.+)", re.DOTALL)
 _PREFERENCE_TEXT = re.compile(r"(prefer|avoid|neutral|do|dont): (.+)", re.DOTALL)
 _SESSION_PREFIXES = ("hmx.session:", "hmx.session~")
+
+
+PRIORS_TAG = "hmxfp.priors"
+"""The tag of the Fact an import writes to keep the fingerprint's `context_priors`."""
+COMPILER_STATE_TAG = "hmxfp.compiler_state"
+"""The tag of the Fact an import writes to record the fingerprint's `compiler_state`."""
+
+
+def stored_priors(store: InteropStore) -> JSONDict | None:
+    """The `context_priors` of the fingerprint imported last (None if none was)."""
+    return _stored(store, PRIORS_TAG)
+
+
+def stored_compiler_state(store: InteropStore) -> JSONDict | None:
+    """The `compiler_state` of the fingerprint imported last that carried one."""
+    return _stored(store, COMPILER_STATE_TAG)
+
+
+def _stored(store: InteropStore, tag: str) -> JSONDict | None:
+    facts = int(store.stats()["by_type"].get("Fact", 0))
+    if not facts:
+        return None
+    found = [m for m in store.find(type="Fact", tags=[tag], limit=facts) if isinstance(m.data, Fact) and m.data.object]
+    if not found:
+        return None
+    newest = max(found, key=lambda m: (m.created_at, m.id))
+    assert isinstance(newest.data, Fact) and newest.data.object is not None
+    value = json.loads(newest.data.object)
+    return value if isinstance(value, dict) else None
 
 
 def import_tag(fingerprint_id: str) -> str:

@@ -1,300 +1,159 @@
 """HMX-1.0 Context Packs (HMX-C, seed 000) built from a `cortex.Bundle`.
 
     pack = hmx_pack.build(bundle, query_context="deploy payments to staging")
-    pack = hmx_pack.build(bundle, "deploy", edges=hmx_pack.edges_among(c, bundle))  # with graph_relations
+    pack = hmx_pack.synthesize(store, bundle, "deploy", max_tokens=800, sections=["procedures", "facts"])
 
-The pack is a plain JSON-ready dict holding every required field of seed 000 §2.1
-(`hmx_version`, `pack_id`, `query_context`, `entries`, `token_budget`,
-`assembly_metadata`, `created_at`, `metadata`) and the optional `dropped_entries`
-and `decision_constraints`. It is a pure function of the bundle, the query and the
-edges passed: the same store state, options (with a fixed `now`) and query give the
-same bytes.
+`build` makes the pack of a bundle's survivors (and of the trimmed memories a caller
+passes as `pool`); `synthesize` is the store-side call: it resolves the bundle's
+best trimmed memories so that every section the call found something for can be
+shown, reads the edges between them and the context priors of the last imported
+fingerprint, names the store's actor as agent and tenant, and builds the pack.
 
-Memory entries (§3): one per surviving memory. The section comes from the memory
-type (DESIGN §9): Identity -> core, Constraint -> constraints, Goal -> goals,
-Fact/Belief/Preference/Capability -> facts, Pattern -> procedures, Event ->
-episodes; a memory that a live `contradicts` edge links to another candidate
-(`Bundle.conflicts`) goes to conflicts instead (source type conflict), so a reader
-sees the disagreeing memories side by side. `content` is the bundle's rendering,
-`token_estimate` the bundle's token count in its form, `relevance_score` the
-bundle's salience score, `source_id` the memory URI, `source_type` the section's
-seed source type (core: entity, constraints: policy, episodes: episode, the
-others: memory), and `provenance` is `{origin: the memory's source, confidence: its
-confidence, evidence_count}` where evidence_count is a Belief's evidence_for count,
-a Pattern's derived_from count, and 1 for the rest.
+The pack holds every field of seed 000 §2 (the optional ones when known). How
+entries are made, ranked, budgeted (the five rules of §4, with the default section
+weights), truncated and dropped is written out in docs/interop-seeds.md; in short:
 
-Relation entries (section graph_relations, source type relation, §3.2): the bundle
-holds no edges, so the caller passes them (`edges=`; `edges_among(store, bundle)`
-reads the live edges between a bundle's survivors from the store it came from).
-Each live edge whose two ends are memory entries of the pack is one entry:
-`content` is `"<src URI> <type> <dst URI>"` (the URIs of the entries, the type's
-lower-case name), `source_id` is `"edge:<src id>/<type>/<dst id>"`,
-`relevance_score` is the edge's weight times the lower of its ends' scores (a
-relation matters as much as the less relevant thing it relates), `token_estimate`
-the content's count in cl100k_base (`cortex.forms.Tokenizer`, the tokenizer every
-store uses; the bundle records no other), and `provenance` is `{origin: "graph",
-confidence: the weight, evidence_count: 1}`. Memories come first: relations get
-only the budget and entry room the memory entries leave, best first, and an edge
-to a memory the pack dropped is not a relation of the pack.
+* one entry per memory, in the section of its type (`SECTION_OF_TYPE`), except a
+  memory in a live `contradicts` pair (`conflicts`) and a memory another candidate
+  `corroborates` or is `derived_from` (`evidence`); one graph_relations entry per
+  live edge between two memory entries, in the room the memory sections leave;
+* before budgeting, candidates are dropped as `stale` (a completed or abandoned
+  Goal), `low_confidence` (below `min_confidence`), `low_relevance` (below
+  `min_relevance`, or carrying a tag the priors suppress) or `duplicate` (the same
+  text, spaces and case aside, as an entry before it in pack order);
+* section budgets come from the weights (`DEFAULT_SECTION_WEIGHTS`, an imported
+  fingerprint's `section_weights` as multipliers, or the caller's), with a floor
+  per non-empty section and overflow redistribution (`hmx_budget`); a section
+  keeps its best entries while they fit, its first entry is cut with the
+  `[truncated]` marker when it alone does not, and the room left over is lent to
+  the best entries that did not fit (`budget_exceeded` for those still out);
+* superseded memories are listed as `superseded` drops.
 
-Entries are ordered by section priority (§3.3: core > constraints > goals >
-procedures > facts > episodes > graph_relations > workflow > conflicts > evidence),
-then relevance descending, tokens ascending, source_id ascending; `rank` is the
-1-based position.
-
-Limits (§4, §11, §12): the entries' tokens never exceed `total_budget` (the call's
-effective budget), there are at most 500 entries, the canonical JSON is at most
-256 KB, at most 100 dropped entries and 20 decision constraints are listed.
-`context()` keeps at least one memory even when it alone exceeds the budget; a pack
-must not, so such a memory is dropped from the pack (the hard limit of §4 rule 1
-wins over the minimum guarantee of rule 4). Entries dropped for the entry or size
-limit go lowest first (relevance, then larger, then source_id descending),
-relations before any memory. Content is never cut, so `truncated` is always false.
-
-Dropped entries (§8), in this order, ranked after the entries, the first 100 kept:
-
-1. memories dropped for the budget or a limit, best first: the pack's own drops
-   (all scored at least as high as anything `context()` trimmed), then the
-   bundle's trimmed memories (`dropped_ids`); reason `budget_exceeded`;
-2. superseded memories (`Bundle.superseded_ids`: a live memory supersedes them, so
-   `context()` left them out before scoring), best first (relevance descending,
-   tokens ascending, source_id ascending), with the score and token count they would
-   have had as candidates; reason `superseded` (seed 001's list of drop reasons);
-3. relations that did not fit, best first; reason `budget_exceeded`.
-
-Past 100 the end of the list is cut: relations first (they only relate entries of
-the pack), then superseded memories, which are the oldest drops (left out before
-any scoring; seed 000 §12 says "truncate oldest drops"), then the lowest-scored
-budget drops. `token_budget.dropped_count` counts every drop of the three kinds,
-listed or not.
-
-Section budgets: `context()` trims against one global budget, so each section's
-budget is its share of `total_budget` in proportion to its use (largest-remainder
-rounding): the budgets add up to `total_budget` and each covers its section's use.
-
-`assembly_metadata.assembly_duration_ms` is 0: a wall-clock duration would make two
-builds from the same state differ (the bundle's own `latency_ms` says how long the
-call took). `ranking_weights` are the salience weights the call scored with.
-`pack_id` is `"pack-"` and the first 32 hex digits of the SHA-256 of the canonical
-JSON of the pack without `pack_id`.
-
-A trimmed memory's type is known only when its URI is known (the bundle's
-`reachable_uris`, or the `dropped_uris` a caller passes); a dropped entry of
-unknown type has the memory id as `source_id` and no `section`. A superseded
-memory's URI is always known (`Bundle.superseded_uris`).
+It is a pure function of its arguments: the same store state, options (with a fixed
+`now`) and query give the same bytes; `pack_id` is `"pack-"` and 32 hex digits of
+the SHA-256 of the canonical JSON of the pack without `pack_id`.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..model import Edge, check_instances
 from ..errors import ValidationError
-from ..forms import DEFAULT_ENCODING, Tokenizer
 from ..memory import Memory
-from ..model import Belief, Constraint, Pattern
+from ..model import Edge, EdgeType, Goal, check_instances
 from . import InteropStore
-from .canonical import JSONDict, canonical_json, content_hash, cut_utf8
+from .canonical import JSONDict, canonical_json, content_hash
+from .hmx_pack_doc import assemble
+from .hmx_sections import (
+    DEFAULT_SECTION_WEIGHTS, DROP_REASONS, HMX_VERSION, RELATIONS, SECTION_OF_TYPE, SECTION_ORDER, Candidate, Plan,
+    best_first, pack_order, relations_among,
+)
 
 if TYPE_CHECKING:
     from ..context import Bundle
 
-__all__ = ["build", "edges_among", "HMX_VERSION", "SECTION_OF_TYPE", "SECTION_ORDER"]
+__all__ = [
+    "build", "synthesize", "edges_among", "HMX_VERSION", "SECTION_OF_TYPE", "SECTION_ORDER",
+    "DEFAULT_SECTION_WEIGHTS", "DROP_REASONS", "POOL_LIMIT",
+]
 
-HMX_VERSION = "HMX-1.0"
-
-SECTION_OF_TYPE: Mapping[str, str] = {
-    "Identity": "core",
-    "Constraint": "constraints",
-    "Goal": "goals",
-    "Fact": "facts",
-    "Belief": "facts",
-    "Preference": "facts",
-    "Capability": "facts",
-    "Pattern": "procedures",
-    "Event": "episodes",
-}
-"""Memory type name -> HMX-C section (DESIGN §9)."""
-
-SECTION_ORDER = (
-    "core", "constraints", "goals", "procedures", "facts", "episodes",
-    "graph_relations", "workflow", "conflicts", "evidence",
-)
-"""Section priority of seed 000 §3.3."""
-
-_SOURCE_TYPE_OF_SECTION: Mapping[str, str] = {
-    "core": "entity",
-    "constraints": "policy",
-    "goals": "memory",
-    "facts": "memory",
-    "procedures": "memory",
-    "episodes": "episode",
-    "graph_relations": "relation",
-    "conflicts": "conflict",
-}
-
-MAX_ENTRIES = 500
+_SUPPORTING = (EdgeType.CORROBORATES, EdgeType.DERIVED_FROM)
+POOL_LIMIT = 500
+"""How many trimmed memories `synthesize` resolves (best first) as further candidates."""
 MAX_PACK_BYTES = 256 * 1024
-MAX_DROPPED_ENTRIES = 100
-MAX_DECISION_CONSTRAINTS = 20
 MAX_QUERY_CONTEXT_BYTES = 16 * 1024
-# A decision constraint repeats its entry's text; each of its texts is cut to this.
-_CONSTRAINT_TEXT_BYTES = 1024
 _PLACEHOLDER_ID = "pack-" + "0" * 32
-_RELATIONS = "graph_relations"
 
 
-@dataclass(frozen=True, slots=True)
-class _Candidate:
-    """One surviving memory as a pack entry (before ranking)."""
-
-    memory: Memory
-    section: str
-    content: str
-    score: float
-    tokens: int
-
-    @property
-    def source_id(self) -> str:
-        return self.memory.uri
-
-    def provenance(self) -> JSONDict:
-        m = self.memory
-        return {"origin": m.source, "confidence": m.confidence, "evidence_count": _evidence_count(m)}
-
-
-@dataclass(frozen=True, slots=True)
-class _Relation:
-    """One edge between two memory entries as a graph_relations entry."""
-
-    edge: Edge
-    content: str
-    score: float
-    tokens: int
-
-    @property
-    def section(self) -> str:
-        return _RELATIONS
-
-    @property
-    def source_id(self) -> str:
-        e = self.edge
-        return f"edge:{e.src}/{e.type.name.lower()}/{e.dst}"
-
-    def provenance(self) -> JSONDict:
-        return {"origin": "graph", "confidence": self.edge.weight, "evidence_count": 1}
-
-
-_Item = _Candidate | _Relation
-
-
-def _best_first(item: _Item) -> tuple[float, int, str]:
-    """Relevance descending, tokens ascending, source_id ascending: the seed's order
-    inside a section, used across sections to choose what to drop."""
-    return (-item.score, item.tokens, item.source_id)
-
-
-def _pack_order(item: _Item) -> tuple[int, float, int, str]:
-    """Seed 000 §3.3: section priority first, then `_best_first`."""
-    return (SECTION_ORDER.index(item.section), *_best_first(item))
-
-
-def edges_among(store: InteropStore, bundle: Bundle) -> list[Edge]:
-    """The live edges between the survivors of `bundle`, read from `store` (the
-    store the bundle came from, read right after the call), for `build(...,
-    edges=...)`: each survivor's outgoing edges whose other end also survived,
-    ordered by (src id, type, dst id)."""
-    ids = {m.id for m in bundle.memories()}
+def edges_among(store: InteropStore, bundle: Bundle, pool: Sequence[Memory] = ()) -> list[Edge]:
+    """The live edges between the survivors of `bundle` (and the memories of `pool`),
+    read from `store` right after the call, ordered by (src id, type, dst id)."""
+    ids = {m.id for m in bundle.memories()} | {m.id for m in pool}
     return [edge for memory_id in sorted(ids) for edge in store.edges(memory_id, "out") if edge.dst in ids]
 
 
+def synthesize(store: InteropStore, bundle: Bundle, query_context: str | Mapping[str, Any] | None = None, *,
+               max_tokens: int | None = None, sections: Sequence[str] | None = None,
+               section_weights: Mapping[str, float] | None = None, session_id: str | None = None,
+               tags: Sequence[str] | None = None, min_relevance: float = 0.0, min_confidence: float = 0.0) -> JSONDict:
+    """The pack of `bundle` assembled against `store`, the store it came from (see
+    the module docstring): the first `POOL_LIMIT` trimmed memories are candidates
+    too; `max_tokens` defaults to the priors' `default_token_budget`, else the
+    call's budget. The other arguments are those of `build`."""
+    from .fingerprint import stored_priors  # the fingerprint module imports this one
+
+    pool = [store.resolve_latest(memory_id) for memory_id in bundle.dropped_ids[:POOL_LIMIT]]
+    priors = stored_priors(store)
+    if max_tokens is None and priors is not None and isinstance(priors.get("default_token_budget"), int):
+        max_tokens = int(priors["default_token_budget"]) or None
+    actor = str(store.stats()["actor"])
+    return build(bundle, query_context, pool=pool, edges=edges_among(store, bundle, pool), max_tokens=max_tokens,
+                 sections=sections, section_weights=section_weights, priors=priors, tenant_id=actor, agent_id=actor,
+                 session_id=session_id, tags=tags, min_relevance=min_relevance, min_confidence=min_confidence)
+
+
 def build(bundle: Bundle, query_context: str | Mapping[str, Any] | None = None, *,
-          dropped_uris: Sequence[str] = (), edges: Iterable[Edge] = ()) -> JSONDict:
+          dropped_uris: Sequence[str] = (), edges: Iterable[Edge] = (), pool: Sequence[Memory] = (),
+          max_tokens: int | None = None, sections: Sequence[str] | None = None,
+          section_weights: Mapping[str, float] | None = None, priors: Mapping[str, Any] | None = None,
+          tenant_id: str | None = None, agent_id: str | None = None, session_id: str | None = None,
+          tags: Sequence[str] | None = None, min_relevance: float = 0.0, min_confidence: float = 0.0) -> JSONDict:
     """The HMX-1.0 Context Pack of `bundle` (see the module docstring).
 
-    `query_context`: the query or situation the pack is for (seed 000 §2.1): a
-    string; a mapping (stored as its canonical JSON text); or None, which derives
-    it from the bundle's request ("acquire service=gpu_inference", or "pinned"
-    for a verb-less call). At most 16 KiB of UTF-8, else `ValidationError`.
-    `dropped_uris`: URIs of trimmed memories beyond the bundle's `reachable_uris`,
-    so that their dropped entries can name their section.
-    `edges`: `cortex.Edge` values (`edges_among` reads them from a store); the live
-    ones between two memory entries become graph_relations entries, the others are
-    ignored. Anything else than an `Edge` in it is a `ValidationError`.
+    `query_context`: a string; a mapping (stored as its canonical JSON text); or
+    None, derived from the request ("acquire service=gpu_inference", or "pinned").
+    At most 16 KiB of UTF-8. `dropped_uris`: URIs of trimmed memories, so that their
+    dropped entries name their section. `edges`: `cortex.Edge` values; the live ones
+    between two memory entries become graph_relations entries, and a `corroborates`
+    or `derived_from` edge files its target under evidence. `pool`: trimmed memories
+    of the bundle (resolved by the caller) that may become entries. `max_tokens`:
+    the pack's total budget (default: the call's). `sections`: only these sections
+    (seed 000 §3.1 names). `section_weights`: section -> weight >= 0, replacing
+    `DEFAULT_SECTION_WEIGHTS` for the sections it names. `priors`: a fingerprint's
+    `context_priors` (advisory: `section_weights` multiply the weights,
+    `suppressed_tags` drop as low_relevance); echoed as `fingerprint_priors`.
+    `tenant_id`, `agent_id`, `session_id`, `tags`: the optional fields (a session
+    defaults to the one of the newest HMX event entry; tags to the entries' own).
+    `min_relevance`, `min_confidence`: thresholds in [0, 1] below which a candidate
+    is dropped. Bad arguments raise `ValidationError` naming them.
     """
     query = _query_context(query_context, bundle.request)
-    given = _checked_edges(edges)
-    budget = int(bundle.request["budget_tokens"])
-    # A memory linked to another candidate by a live contradicts edge goes to the
-    # conflicts section instead of its type's (Bundle.conflicts).
-    disputed = {memory_id for pair in bundle.conflicts for memory_id in pair}
-    kept = sorted(
-        (
-            _Candidate(m, "conflicts" if m.id in disputed else SECTION_OF_TYPE[m.type.type_name], bundle.rendered[m.id],
-                       float(bundle.scores[m.id]), int(bundle.tokens[m.id]))
-            for m in bundle.memories()
-        ),
-        key=_best_first,
-    )
-    # Memories first: drop from the bottom while over the token budget or the entry limit...
-    used = sum(c.tokens for c in kept)
-    memory_drops: list[_Candidate] = []  # worst first
-    while kept and (used > budget or len(kept) > MAX_ENTRIES):
-        memory_drops.append(kept.pop())
-        used -= memory_drops[-1].tokens
-    # ... then the relations between the memories kept, in the room they leave...
-    relations = sorted(_relations(kept, given), key=_best_first)
-    used += sum(r.tokens for r in relations)
-    relation_drops: list[_Relation] = []  # worst first
-    while relations and (used > budget or len(kept) + len(relations) > MAX_ENTRIES):
-        relation_drops.append(relations.pop())
-        used -= relation_drops[-1].tokens
-    # ... then, while the serialized pack is over the size limit, relations and then memories.
-    while True:
-        pack = _assemble(bundle, query, budget, [*kept, *relations], memory_drops, relation_drops, dropped_uris)
+    given = check_instances("edges", edges, Edge, "must be a collection of cortex.Edge", refused=(Mapping,))
+    pooled = check_instances("pool", pool, Memory, "must be a collection of cortex.Memory", refused=(Mapping,))
+    budget = int(bundle.request["budget_tokens"]) if max_tokens is None else _count("max_tokens", max_tokens)
+    wanted = _sections(sections)
+    priors = _priors(priors)
+    weights = _weights(section_weights, priors)
+    thresholds = (_unit("min_relevance", min_relevance), _unit("min_confidence", min_confidence))
+    optional = {key: _opt_text(key, value) for key, value in
+                (("tenant_id", tenant_id), ("agent_id", agent_id), ("session_id", session_id))}
+    asked_tags = None if tags is None else [_opt_text(f"tags[{i}]", t) or "" for i, t in enumerate(_texts("tags", tags))]
+
+    candidates = _candidates(bundle, pooled, given, wanted)
+    kept, pre_drops = _screen(candidates, thresholds, priors)
+    plan = Plan(budget, weights)
+    plan.fill(kept)
+    relations = sorted(relations_among(plan.kept, given), key=best_first) if RELATIONS in wanted else []
+    plan.addrelations_among(relations)
+    while True:  # the serialized pack within the size limit: lowest entries go, relations first
+        pack = assemble(bundle, query, plan, pre_drops, dropped_uris, pooled, priors, optional, asked_tags)
         pack["pack_id"] = _PLACEHOLDER_ID  # counted in the size: it is as long as the real one
         excess = len(canonical_json(pack)) - MAX_PACK_BYTES
-        count = len(kept) + len(relations)
+        count = len(plan.entries)
         if excess <= 0 or not count:
             break
-        # Drop about half of what the excess suggests, so that entries larger than
-        # the average (and the dropped entries that replace them) do not cause too
-        # many drops; the loop converges geometrically.
         entry_bytes = max(1, len(canonical_json(pack["entries"])) // count)
-        for _ in range(min(count, max(1, excess // entry_bytes // 2))):
-            if relations:
-                relation_drops.append(relations.pop())
-            else:
-                memory_drops.append(kept.pop())
+        plan.shed(min(count, max(1, excess // entry_bytes // 2)))  # about half what the excess suggests: converges
     del pack["pack_id"]
     pack["pack_id"] = "pack-" + content_hash(pack)[:32]
     return pack
 
 
-def _checked_edges(edges: object) -> list[Edge]:
-    return check_instances("edges", edges, Edge, "must be a collection of cortex.Edge", refused=(Mapping,))
-
-
-def _relations(kept: Sequence[_Candidate], edges: Sequence[Edge]) -> list[_Relation]:
-    """The live edges of `edges` between two of `kept`, one per (src, type, dst)
-    (an edge given twice counts once: the first in (weight, created_at) order)."""
-    entry_of = {c.memory.id: c for c in kept}
-    tokenizer: Tokenizer | None = None
-    seen: set[tuple[str, int, str]] = set()
-    out: list[_Relation] = []
-    for edge in sorted(edges, key=lambda e: (e.src, int(e.type), e.dst, e.weight, e.created_at)):
-        src, dst = entry_of.get(edge.src), entry_of.get(edge.dst)
-        triple = (edge.src, int(edge.type), edge.dst)
-        if edge.tombstoned or src is None or dst is None or triple in seen:
-            continue
-        seen.add(triple)
-        tokenizer = tokenizer or Tokenizer(DEFAULT_ENCODING)  # loads tiktoken only when there is a relation
-        content = f"{src.memory.uri} {edge.type.name.lower()} {dst.memory.uri}"
-        out.append(_Relation(edge, content, edge.weight * min(src.score, dst.score), tokenizer.count(content)))
-    return out
+# ---------------------------------------------------------------------------
+# Arguments
 
 
 def _query_context(value: str | Mapping[str, Any] | None, request: Mapping[str, Any]) -> str:
@@ -321,181 +180,126 @@ def _query_context(value: str | Mapping[str, Any] | None, request: Mapping[str, 
     return text
 
 
-def _assemble(bundle: Bundle, query: str, budget: int, kept: list[_Item], memory_drops: list[_Candidate],
-              relation_drops: list[_Relation], dropped_uris: Sequence[str]) -> JSONDict:
-    """The pack (without `pack_id`) holding `kept`; the drops are worst first."""
-    ordered = sorted(kept, key=_pack_order)
-    entries = [_entry(item, rank) for rank, item in enumerate(ordered, start=1)]
-    used = sum(item.tokens for item in ordered)
-    request = bundle.request
-    weights = bundle.weights
-    dropped = [*_dropped_memories(bundle, memory_drops[::-1], dropped_uris), *_superseded(bundle)]
-    dropped += [_dropped(r, "budget_exceeded") for r in relation_drops[::-1][:MAX_DROPPED_ENTRIES]]
-    pack: JSONDict = {
-        "hmx_version": HMX_VERSION,
-        "query_context": query,
-        "entries": entries,
-        "token_budget": {
-            "total_budget": budget,
-            "used": used,
-            "remaining": budget - used,
-            "truncated": False,
-            "section_budgets": _section_budgets(ordered, budget),
-            "dropped_count": bundle.trimmed + len(memory_drops) + len(bundle.superseded_ids) + len(relation_drops),
-        },
-        "assembly_metadata": {
-            "assembly_strategy": "ranked",
-            "ranking_weights": {
-                "recency": weights.recency,
-                "access": weights.access,
-                "citation": weights.citation,
-                "importance": weights.importance,
-            },
-            "retrieval_sources": list(request["include_tiers"]),
-            "candidate_count": bundle.candidates,
-            "included_count": len(entries),
-            "assembly_duration_ms": 0,
-            "query_classification": {
-                "intent": request["verb"],
-                "keywords": [],
-                "entities": [ref for _, ref in request["objects"]],
-                "time_ref": None,
-            },
-        },
-        "created_at": request["now"],
-        "metadata": {"generator": "cortex", "root": bundle.root, "form": bundle.form, "request": copy.deepcopy(dict(request))},
-        "dropped_entries": dropped[:MAX_DROPPED_ENTRIES],
-    }
-    for rank, item in enumerate(pack["dropped_entries"], start=len(entries) + 1):
-        item["rank"] = rank
-    constraints = _decision_constraints(ordered)
-    if constraints:
-        pack["decision_constraints"] = constraints
-    return pack
+def _count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValidationError(name, "must be a non-negative integer", value)
+    return value
 
 
-def _entry(item: _Item, rank: int) -> JSONDict:
-    return {
-        "section": item.section,
-        "content": item.content,
-        "source_id": item.source_id,
-        "source_type": _SOURCE_TYPE_OF_SECTION[item.section],
-        "relevance_score": item.score,
-        "token_estimate": item.tokens,
-        "rank": rank,
-        "provenance": item.provenance(),
-    }
+def _unit(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValidationError(name, "must be a number within [0, 1]", value)
+    return float(value)
 
 
-def _evidence_count(m: Memory) -> int:
-    data = m.data
-    if isinstance(data, Belief):
-        return len(data.evidence_for)
-    if isinstance(data, Pattern):
-        return len(data.derived_from)
-    return 1
+def _opt_text(name: str, value: object) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ValidationError(name, "must be a non-empty string or None", value)
+    return value
 
 
-def _section_budgets(ordered: Sequence[_Item], budget: int) -> JSONDict:
-    """Each used section's share of `budget` in proportion to its use (largest
-    remainder; ties by section priority), so the shares add up to `budget`."""
-    use: dict[str, int] = {}
-    for item in ordered:
-        use[item.section] = use.get(item.section, 0) + item.tokens
-    total = sum(use.values())
-    if total == 0:
-        return {section: {"budget": 0, "used": 0} for section in use}
-    shares = {section: divmod(budget * used, total) for section, used in use.items()}
-    left = budget - sum(whole for whole, _ in shares.values())
-    by_remainder = sorted(use, key=lambda s: (-shares[s][1], SECTION_ORDER.index(s)))
-    extra = set(by_remainder[:left])
-    return {section: {"budget": shares[section][0] + (section in extra), "used": used} for section, used in use.items()}
+def _texts(name: str, value: object) -> list[str]:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise ValidationError(name, "must be a list of strings", value)
+    return list(value)
 
 
-def _dropped(item: _Item, reason: str) -> JSONDict:
-    """A dropped entry (without its rank)."""
-    return {
-        "source_id": item.source_id,
-        "source_type": _SOURCE_TYPE_OF_SECTION[item.section],
-        "section": item.section,
-        "relevance_score": item.score,
-        "token_estimate": item.tokens,
-        "drop_reason": reason,
-    }
+def _sections(value: Sequence[str] | None) -> frozenset[str]:
+    if value is None:
+        return frozenset(SECTION_ORDER)
+    names = _texts("sections", value)
+    for i, name in enumerate(names):
+        if name not in SECTION_ORDER:
+            raise ValidationError(f"sections[{i}]", f"must be one of {', '.join(SECTION_ORDER)}", name)
+    return frozenset(names)
 
 
-def _dropped_memories(bundle: Bundle, pack_drops: Sequence[_Candidate], dropped_uris: Sequence[str]) -> list[JSONDict]:
-    """The first `MAX_DROPPED_ENTRIES` budget drops, best first: the pack's own drops
-    (all scored at least as high as anything `context()` trimmed), then the bundle's."""
-    dropped = [_dropped(c, "budget_exceeded") for c in pack_drops[:MAX_DROPPED_ENTRIES]]
-    room = MAX_DROPPED_ENTRIES - len(dropped)
-    if room > 0:
-        known = _uris_by_id([*bundle.reachable_uris, *dropped_uris])
-        for memory_id in bundle.dropped_ids[:room]:
-            item: JSONDict = {
-                "source_id": memory_id,
-                "source_type": "memory",
-                "relevance_score": float(bundle.scores[memory_id]),
-                "token_estimate": int(bundle.tokens[memory_id]),
-                "drop_reason": "budget_exceeded",
-            }
-            uri = known.get(memory_id)
-            if uri is not None:  # the URI names the type, hence the section
-                section = _section_of_uri(uri)
-                item.update(source_id=uri, source_type=_SOURCE_TYPE_OF_SECTION[section], section=section)
-            dropped.append(item)
-    return dropped
-
-
-def _superseded(bundle: Bundle) -> list[JSONDict]:
-    """The superseded memories `context()` left out, best first (relevance
-    descending, tokens ascending, source_id ascending), reason `superseded`."""
-    if not bundle.superseded_ids:
-        return []
-    ranked = sorted(
-        (-float(bundle.superseded_scores[memory_id]), int(bundle.superseded_tokens[memory_id]), uri)
-        for memory_id, uri in zip(bundle.superseded_ids, bundle.superseded_uris)
-    )
-    items = []
-    for negated_score, tokens, uri in ranked[:MAX_DROPPED_ENTRIES]:
-        section = _section_of_uri(uri)
-        items.append({
-            "source_id": uri,
-            "source_type": _SOURCE_TYPE_OF_SECTION[section],
-            "section": section,
-            "relevance_score": -negated_score,
-            "token_estimate": tokens,
-            "drop_reason": "superseded",
-        })
-    return items
-
-
-def _section_of_uri(uri: str) -> str:
-    """The section of the memory type a URI (cortex://<Type>/<ULID>#<version>) names."""
-    return SECTION_OF_TYPE[uri[len("cortex://"):].split("/", 1)[0]]
-
-
-def _uris_by_id(uris: Sequence[str]) -> dict[str, str]:
-    """id -> URI for URIs of the form cortex://<Type>/<ULID>#<version>."""
-    return {uri.rsplit("/", 1)[1].split("#", 1)[0]: uri for uri in uris}
-
-
-def _decision_constraints(ordered: Sequence[_Item]) -> list[JSONDict]:
-    """Seed 000 §7 from the included Constraint entries, in pack order (at most 20);
-    a hard constraint may not be overridden."""
-    out: list[JSONDict] = []
-    for item in ordered:
-        if not isinstance(item, _Candidate):
-            continue
-        data = item.memory.data
-        if isinstance(data, Constraint):
-            out.append({
-                "artifact_id": item.memory.uri,
-                "condition": cut_utf8(data.trigger or "always", _CONSTRAINT_TEXT_BYTES),
-                "constraint": cut_utf8(f"{data.polarity} {data.statement}", _CONSTRAINT_TEXT_BYTES),
-                "confidence": item.memory.confidence,
-                "override_allowed": data.strength != "hard",
-            })
-            if len(out) == MAX_DECISION_CONSTRAINTS:
-                break
+def _section_weight_map(name: str, value: object) -> dict[str, float]:
+    if not isinstance(value, Mapping):
+        raise ValidationError(name, "must be a mapping of section -> weight", value)
+    out: dict[str, float] = {}
+    for section, weight in value.items():
+        if section not in SECTION_ORDER:
+            raise ValidationError(f"{name}.{section}", f"must name a section: {', '.join(SECTION_ORDER)}", section)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
+            raise ValidationError(f"{name}.{section}", "must be a finite number >= 0", weight)
+        out[section] = float(weight)
     return out
+
+
+def _priors(value: Mapping[str, Any] | None) -> JSONDict | None:
+    """A copy of a fingerprint's `context_priors`, its used fields checked."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValidationError("priors", "must be a fingerprint's context_priors (a mapping) or None", value)
+    try:
+        priors: JSONDict = copy.deepcopy(dict(value))
+        canonical_json(priors)
+    except (TypeError, ValueError):
+        raise ValidationError("priors", "must hold JSON values only") from None
+    _section_weight_map("priors.section_weights", priors.get("section_weights", {}))
+    for i, tag in enumerate(_texts("priors.suppressed_tags", priors.get("suppressed_tags", []))):
+        if not isinstance(tag, str):
+            raise ValidationError(f"priors.suppressed_tags[{i}]", "must be a string", tag)
+    return priors
+
+
+def _weights(explicit: Mapping[str, float] | None, priors: Mapping[str, Any] | None) -> dict[str, float]:
+    """The defaults, times the priors' multipliers, replaced by the caller's weights."""
+    weights = dict(DEFAULT_SECTION_WEIGHTS)
+    if priors is not None:
+        for section, factor in _section_weight_map("priors.section_weights", priors.get("section_weights", {})).items():
+            weights[section] *= factor
+    if explicit is not None:
+        weights.update(_section_weight_map("section_weights", explicit))
+    return weights
+
+
+# ---------------------------------------------------------------------------
+# Candidates and the drops made before budgeting
+
+
+def _candidates(bundle: Bundle, pool: Sequence[Memory], edges: Sequence[Edge], wanted: frozenset[str]) -> list[Candidate]:
+    disputed = {memory_id for pair in bundle.conflicts for memory_id in pair}
+    survivors = bundle.memories()
+    ids = {m.id for m in survivors}
+    extra: list[Memory] = []
+    for m in pool:  # a trimmed candidate (scored by the call), once
+        if m.id not in ids and m.id in bundle.scores:
+            ids.add(m.id)
+            extra.append(m)
+    supported = {e.dst for e in edges if not e.tombstoned and e.type in _SUPPORTING and e.src in ids and e.src != e.dst}
+    out: list[Candidate] = []
+    for m in [*survivors, *extra]:
+        section = "conflicts" if m.id in disputed else "evidence" if m.id in supported else SECTION_OF_TYPE[m.type.type_name]
+        if section in wanted:
+            content = bundle.rendered[m.id] if m.id in bundle.rendered else m.form(bundle.form)
+            out.append(Candidate(m, section, content, float(bundle.scores[m.id]), int(bundle.tokens[m.id])))
+    return out
+
+
+def _screen(candidates: Sequence[Candidate], thresholds: tuple[float, float],
+            priors: Mapping[str, Any] | None) -> tuple[list[Candidate], list[tuple[Candidate, str]]]:
+    """The candidates left once stale, low-confidence, low-relevance and duplicate
+    ones are set aside (in pack order), and those set aside with their reason."""
+    min_relevance, min_confidence = thresholds
+    suppressed = set(priors.get("suppressed_tags", [])) if priors else set()
+    kept: list[Candidate] = []
+    drops: list[tuple[Candidate, str]] = []
+    texts: set[str] = set()
+    for c in sorted(candidates, key=pack_order):
+        data = c.memory.data
+        text = " ".join(c.content.split()).casefold()
+        if isinstance(data, Goal) and data.status in ("completed", "abandoned"):
+            drops.append((c, "stale"))
+        elif c.memory.confidence < min_confidence:
+            drops.append((c, "low_confidence"))
+        elif c.score < min_relevance or suppressed.intersection(c.memory.tags):
+            drops.append((c, "low_relevance"))
+        elif text in texts:
+            drops.append((c, "duplicate"))
+        else:
+            texts.add(text)
+            kept.append(c)
+    return kept, drops

@@ -9,6 +9,7 @@ from interop_helpers import GPU, NOW, Clock, open_store, populate, validate
 
 import cortex
 from cortex.interop import hmx_pack
+from cortex.forms import Tokenizer
 from cortex.interop.canonical import canonical_json, content_hash, without
 
 ASK = {"verb": "acquire", "objects": {"service": "gpu_inference"}, "now": NOW}
@@ -74,7 +75,9 @@ def test_a_pack_maps_every_survivor_to_its_section_with_its_provenance(store):
     assert by_uri[uris["belief"]]["provenance"]["evidence_count"] == 1
     assert pack["assembly_metadata"]["assembly_strategy"] == "ranked"
     assert pack["assembly_metadata"]["assembly_duration_ms"] == 0
-    assert pack["assembly_metadata"]["ranking_weights"] == {"recency": 0.25, "access": 0.15, "citation": 0.30, "importance": 0.20}
+    total = 0.25 + 0.15 + 0.30 + 0.20  # the default salience weights, under the seed's names (docs/interop-seeds.md)
+    assert pack["assembly_metadata"]["ranking_weights"] == {"relevance": 0.0, "recency": 0.25 / total,
+                                                            "provenance": 0.30 / total, "salience": (0.15 + 0.20) / total}
     assert pack["token_budget"]["dropped_count"] == 0 and pack["dropped_entries"] == []
     assert pack["metadata"]["root"] == store.root()
     hard, soft = (next(d for d in pack["decision_constraints"] if d["artifact_id"] == uris[k]) for k in ("hard", "soft"))
@@ -115,7 +118,7 @@ def test_a_10k_store_under_a_tiny_budget_stays_within_every_limit(store):
     for batch in range(10):
         store.write_many([
             cortex.Write(cortex.Fact(statement=f"offer {batch}-{i}", subject="acme", predicate="price"), frames=[GPU],
-                         forms={"short": "ok"})  # one token: thousands fit in 4,000
+                         forms={"short": str(batch * 1000 + i)})  # one or two tokens, all distinct: thousands fit in 4,000
             for i in range(1000)
         ])
     for budget in (1, 25):
@@ -135,19 +138,20 @@ def test_a_10k_store_under_a_tiny_budget_stays_within_every_limit(store):
     assert pack["token_budget"]["dropped_count"] == 10_000 - 500
 
 
-def test_one_memory_over_the_budget_by_itself_is_dropped_not_kept(store):
+def test_one_memory_over_the_budget_by_itself_is_cut_with_the_truncated_marker(store):
+    """Seed 000 §4 rules 1, 4 and 5: the section's one entry is kept, cut to the budget."""
     uri = store.write(cortex.Fact(statement="a rather long statement about the price of GPUs " * 3, subject="acme",
                                   predicate="price"), frames=[GPU])
     bundle = store.context(**ASK, budget_tokens=5)
     assert len(bundle.memories()) == 1 and bundle.total_tokens > 5  # context() keeps one
     pack = hmx_pack.build(bundle)
     check_invariants(pack, bundle)
-    assert pack["entries"] == []
-    assert pack["dropped_entries"] == [{
-        "source_id": uri, "source_type": "memory", "section": "facts", "relevance_score": bundle.scores[bundle.memories()[0].id],
-        "token_estimate": bundle.total_tokens, "drop_reason": "budget_exceeded", "rank": 1,
-    }]
-    assert pack["token_budget"]["dropped_count"] == 1
+    [entry] = pack["entries"]
+    assert entry["source_id"] == uri and entry["content"].endswith(" [truncated]")
+    assert bundle.rendered[bundle.memories()[0].id].startswith(entry["content"].removesuffix(" [truncated]"))
+    assert entry["token_estimate"] == Tokenizer().count(entry["content"]) <= 5
+    assert pack["token_budget"]["truncated"] is True
+    assert pack["dropped_entries"] == [] and pack["token_budget"]["dropped_count"] == 0
 
 
 def test_the_size_limit_drops_the_lowest_entries(store, monkeypatch):
@@ -296,9 +300,9 @@ def test_superseded_memories_are_dropped_entries_with_what_they_would_have_score
 def test_budget_drops_are_listed_before_superseded_ones_and_the_list_stops_at_100(fixed):
     c, clock = fixed
     olds = c.write_many([cortex.Write(cortex.Fact(statement=f"old offer {i}", subject="acme", predicate="price"),
-                                      frames=[GPU], importance=10, forms={"short": "old"}) for i in range(5)])
+                                      frames=[GPU], importance=10, forms={"short": "abcde"[i]}) for i in range(5)])
     c.write_many([cortex.Write(cortex.Fact(statement=f"offer {i}", subject="acme", predicate="price"), frames=[GPU],
-                               forms={"short": "new"}, supersedes=[olds[i]] if i < 5 else ()) for i in range(200)])
+                               forms={"short": str(i)}, supersedes=[olds[i]] if i < 5 else ()) for i in range(200)])
     for budget, trimmed in ((195, 5), (20, 180)):
         bundle = c.context(**ASK, budget_tokens=budget, form="short")
         assert bundle.trimmed == trimmed and len(bundle.superseded_ids) == 5
@@ -336,11 +340,11 @@ def test_edges_between_entries_are_graph_relations(fixed):
     assert relations == [
         {"section": "graph_relations", "content": f"{u['stock']} corroborates {u['price']}",
          "source_id": f"edge:{id_of(u['stock'])}/corroborates/{id_of(u['price'])}", "source_type": "relation",
-         "relevance_score": min(score[u["stock"]], score[u["price"]]), "token_estimate": 41, "rank": 4,
+         "relevance_score": min(score[u["stock"]], score[u["price"]]), "token_estimate": 41, "rank": 3,
          "provenance": {"origin": "graph", "confidence": 1.0, "evidence_count": 1}},
         {"section": "graph_relations", "content": f"{u['pattern']} derived_from {u['price']}",
          "source_id": f"edge:{id_of(u['pattern'])}/derived_from/{id_of(u['price'])}", "source_type": "relation",
-         "relevance_score": 0.5 * min(score[u["pattern"]], score[u["price"]]), "token_estimate": 41, "rank": 5,
+         "relevance_score": 0.5 * min(score[u["pattern"]], score[u["price"]]), "token_estimate": 41, "rank": 4,
          "provenance": {"origin": "graph", "confidence": 0.5, "evidence_count": 1}},
     ]
     assert u["stock"] == "cortex://Fact/01JN8SBCP00000000000000001#1"  # zero entropy: the token counts above hold
@@ -372,7 +376,7 @@ def test_relations_get_only_the_room_the_memories_leave(fixed):
     # A budget the memories alone fill: no relation, every memory kept.
     bundle = c.context(**LATER, budget_tokens=17 + 14 + 11)
     pack = hmx_pack.build(bundle, "q", edges=hmx_pack.edges_among(c, bundle))
-    assert [e["section"] for e in pack["entries"]] == ["procedures", "facts", "facts"]
+    assert [e["section"] for e in pack["entries"]] == ["procedures", "facts", "evidence"]  # the price is supported
     assert [d["source_type"] for d in pack["dropped_entries"]] == ["memory", "memory", "relation", "relation"]
 
 
@@ -393,9 +397,9 @@ def test_the_size_limit_drops_relations_before_memories(fixed, monkeypatch):
         kept.append([e["source_id"] for e in pack["entries"]])
         check_invariants(pack, bundle)
     assert kept == [
-        [u["pattern"], u["price"], u["stock"], corroborates],
-        [u["pattern"], u["price"], u["stock"]],
-        [u["price"], u["stock"]],  # a memory (the lowest) goes only once the relations are gone
+        [u["pattern"], u["stock"], corroborates, u["price"]],  # the price is evidence: the others point at it
+        [u["pattern"], u["stock"], u["price"]],
+        [u["stock"], u["price"]],  # a memory (the lowest) goes only once the relations are gone
     ]
     assert [(d["source_id"], d["drop_reason"]) for d in pack["dropped_entries"]] == [
         (u["pattern"], "budget_exceeded"), (u["old_price"], "superseded"), (u["old_stock"], "superseded"),
