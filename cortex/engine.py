@@ -53,13 +53,16 @@ from .records import (
     META_CACHE_EPOCH,
     META_CLOCK_HIGH,
     META_JOURNAL,
+    META_JOURNAL_FORMAT,
     META_SCHEMA,
     META_TOKENIZER,
     META_WEIGHTS,
+    NEW_JOURNAL_FORMAT,
     SCHEMA_VERSION,
     Head,
     JournalHead,
     decode_cache_epoch,
+    decode_journal_format,
     decode_clock_high,
     encode_cache_epoch,
     encode_clock_high,
@@ -233,7 +236,7 @@ class Engine:
         self.tokenizer = Tokenizer(self._meta_text(META_TOKENIZER) or DEFAULT_ENCODING)
         last_head = storage.last_key(HEAD_PREFIX)
         self.ids = IdGenerator(options.entropy, last_head[len(HEAD_PREFIX):] if last_head else None)
-        self.journal = JournalHead.decode(storage.get(META_JOURNAL))
+        self.journal = JournalHead.decode(storage.get(META_JOURNAL), self._journal_format())
         self.clock_high = decode_clock_high(storage.get(META_CLOCK_HIGH)) or 0
         # Moved by every batch that is not only new memories (`write()`); followers
         # keep their caches across a catch-up that leaves it where it was.
@@ -268,13 +271,26 @@ class Engine:
             if self.mode == "r":
                 raise NotFound(f"{self.location!r} is not a cortex store")
             self.storage.write({META_ACTOR: self.actor.encode(), META_TOKENIZER: DEFAULT_ENCODING.encode(),
-                                META_SCHEMA: str(SCHEMA_VERSION).encode(), META_CACHE_EPOCH: encode_cache_epoch(0)})
+                                META_SCHEMA: str(SCHEMA_VERSION).encode(), META_CACHE_EPOCH: encode_cache_epoch(0),
+                                META_JOURNAL_FORMAT: str(NEW_JOURNAL_FORMAT).encode()})
         elif stored != self.actor:
             raise ActorMismatch(f"store {self.location!r} belongs to actor {stored!r}, not {self.actor!r}")
         else:
             schema = self._meta_text(META_SCHEMA)
             if schema != str(SCHEMA_VERSION):
                 raise StoreError(f"store {self.location!r} has schema version {schema}; this cortex reads version {SCHEMA_VERSION}")
+            if (self.mode == "rw" and self.storage.get(META_JOURNAL_FORMAT) is None
+                    and JournalHead.decode(self.storage.get(META_JOURNAL)).seq == 0):
+                # An empty store made before journal formats: nothing is chained yet,
+                # so it takes the newest format.
+                self.storage.write({META_JOURNAL_FORMAT: str(NEW_JOURNAL_FORMAT).encode()})
+
+    def _journal_format(self) -> int:
+        """The store's journal format (`cortex.journal`); `StoreError` for an unknown one."""
+        try:
+            return decode_journal_format(self.storage.get(META_JOURNAL_FORMAT))
+        except CorruptRecord as exc:
+            raise StoreError(f"store {self.location!r}: {exc.detail}") from None
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -374,7 +390,7 @@ class Engine:
         """Read the journal head of a (new) follower view, its cache epoch and the
         latest write time (None, and no torn-view check on it, for a store written
         before it was kept)."""
-        self.journal = JournalHead.decode(self.storage.get(META_JOURNAL))
+        self.journal = JournalHead.decode(self.storage.get(META_JOURNAL), self._journal_format())
         self.cache_epoch = decode_cache_epoch(self.storage.get(META_CACHE_EPOCH))
         high = decode_clock_high(self.storage.get(META_CLOCK_HIGH))
         self.journal_at = high if high is not None else (0 if not self.journal.seq else None)
@@ -384,7 +400,7 @@ class Engine:
         time it holds (the torn-view check's bound; None for the writer). Call inside
         `read()`."""
         if self.mode == "r" and self.storage.live_reads:
-            head = JournalHead.decode(self.storage.get(META_JOURNAL))
+            head = JournalHead.decode(self.storage.get(META_JOURNAL), self.journal.format)
             return head, None
         return self.journal, self.journal_at
 

@@ -284,16 +284,21 @@ class Cortex:
 
     # -- moving a whole store ------------------------------------------------------
 
-    def export_jsonl(self, path: str | os.PathLike[str]) -> dict[str, int]:
+    def export_jsonl(self, path: str | os.PathLike[str], *, sign_with: Any = None) -> dict[str, int]:
         """Write the whole store to `path` as JSON Lines (format in `cortex.interop.jsonl`);
-        return the line counts per kind."""
-        return _jsonl.export_jsonl(self._engine, path)
+        return the line counts per kind. `sign_with`: an Ed25519 private key that signs
+        the file (docs/trust.md)."""
+        return _jsonl.export_jsonl(self._engine, path, sign_with=sign_with)
 
-    def import_jsonl(self, path: str | os.PathLike[str]) -> dict[str, int]:
+    def import_jsonl(self, path: str | os.PathLike[str], *, trust_records: bool = False,
+                     signed_by: Any = None) -> dict[str, int]:
         """Import an `export_jsonl()` file into this store (empty, same actor). The
-        whole file is checked before anything is written; an interrupted import is
-        completed by running it again."""
-        return _jsonl.import_jsonl(self._engine, path)
+        whole file is read once and checked before anything is written (content
+        against the root included); an interrupted import is completed by running it
+        again. `trust_records=True` also imports the export's trusted keys and
+        revocations (refused otherwise); `signed_by`: one Ed25519 public key or
+        several, one of which must have signed the file."""
+        return _jsonl.import_jsonl(self._engine, path, trust_records=trust_records, signed_by=signed_by)
 
     # -- scopes (DESIGN §7) -------------------------------------------------------
 

@@ -111,7 +111,8 @@ def salience(e: Engine, id: str) -> Score:
 def stats(e: Engine) -> dict[str, Any]:
     """What the store holds: `memories` (live: not tombstoned), `tombstoned`,
     `by_type` (live memories per type name, for each type that has any, in type
-    order, so it sums to `memories`), `journal_seq` (journal entries), `root`, and the handle's `path`,
+    order, so it sums to `memories`), `journal_seq` (journal entries), `journal_format` (1: the
+    root does not commit to content; 2: it does, see docs/trust.md), `root`, and the handle's `path`,
     `actor`, `mode`, `tokenizer` and `schema_version`. Scans the type index (about
     0.3 µs per memory)."""
     e.check_open()
@@ -132,6 +133,7 @@ def stats(e: Engine) -> dict[str, Any]:
             "tombstoned": tombstoned,
             "by_type": by_kind,
             "journal_seq": journal.seq,
+            "journal_format": e.journal.format,
             "root": journal.root.hex(),
             "tokenizer": e.tokenizer.name,
             "schema_version": SCHEMA_VERSION,

@@ -15,6 +15,7 @@ big-endian integers, so byte order is the order the scans need.
 | `idx/edge_out/`, `idx/edge_in/` | edges between memories, both directions (`EdgeRecord`; `cortex.index.edge`) |
 | `meta/actor`, `meta/tokenizer`, `meta/schema` | settings, UTF-8 text                       |
 | `meta/journal`            | journal head: seq8 + root32 (`JournalHead`)                   |
+| `meta/journal_format`     | the journal format, ASCII digits (absent: format 1; see `cortex.journal`) |
 | `meta/weights`            | learned salience weights (`encode_weights`)                    |
 | `meta/clock_high`         | u64: the latest `at` of any journal entry (derived)            |
 | `meta/import`             | present only while an import runs (`cortex.interop.jsonl`)     |
@@ -71,6 +72,7 @@ META_ACTOR = b"meta/actor"
 META_TOKENIZER = b"meta/tokenizer"
 META_SCHEMA = b"meta/schema"
 META_JOURNAL = b"meta/journal"
+META_JOURNAL_FORMAT = b"meta/journal_format"
 META_WEIGHTS = b"meta/weights"
 META_CLOCK_HIGH = b"meta/clock_high"
 META_IMPORT = b"meta/import"  # while an import runs: the file's root and digest
@@ -493,24 +495,42 @@ def decode_revoked(key: bytes, raw: bytes) -> int:
 
 ROOT_SIZE = 32
 
+# Journal formats (`cortex.journal`): 1, the first; 2, whose write and update entries
+# carry the content hash of the version they write. New stores are made in the
+# newest; a store records its own under `meta/journal_format` (absent: 1).
+JOURNAL_FORMATS = (1, 2)
+NEW_JOURNAL_FORMAT = 2
+
+
+def decode_journal_format(raw: bytes | None) -> int:
+    """The journal format a store records; `CorruptRecord` for one this cortex does not know."""
+    if raw is None:
+        return 1
+    if raw not in {str(f).encode() for f in JOURNAL_FORMATS}:
+        raise CorruptRecord(META_JOURNAL_FORMAT, f"unknown journal format {raw[:16]!r}; this cortex reads formats {JOURNAL_FORMATS}")
+    return int(raw)
+
 
 @dataclass(frozen=True, slots=True)
 class JournalHead:
-    """`meta/journal`: the last entry's sequence number and the running root."""
+    """`meta/journal`: the last entry's sequence number and the running root, with the
+    store's journal format (not stored here: `meta/journal_format`), which the next
+    entry is chained and written in."""
 
     seq: int
     root: bytes
+    format: int = 1
 
     def encode(self) -> bytes:
         return self.seq.to_bytes(8, "big") + self.root
 
     @staticmethod
-    def decode(raw: bytes | None) -> JournalHead:
+    def decode(raw: bytes | None, format: int = 1) -> JournalHead:
         if raw is None:
-            return JournalHead(0, bytes(ROOT_SIZE))
+            return JournalHead(0, bytes(ROOT_SIZE), format)
         if len(raw) != 8 + ROOT_SIZE:
             raise CorruptRecord(META_JOURNAL, f"journal head of {len(raw)} bytes, not {8 + ROOT_SIZE}")
-        return JournalHead(int.from_bytes(raw[:8], "big"), raw[8:])
+        return JournalHead(int.from_bytes(raw[:8], "big"), raw[8:], format)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from .engine import Engine
 from .errors import CorruptRecord
 from .ids import encode_id
 from .memory import Memory
-from .journal import EDGE_KINDS, SCOPE_KINDS, HeadFacts, chain, entry_problem, note
+from .journal import EDGE_KINDS, ERASE_KIND, SCOPE_KINDS, HeadFacts, chain, entry_problem, note
 from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
 from .scope import GRANT_PREFIXES, Grants
@@ -72,15 +72,16 @@ def replay_journal(e: Engine, problems: list[str] | None = None) -> Replay:
     weights: Weights | None = None
     grants = Grants()
     high = 0
-    head = JournalHead(0, bytes(32))
+    fmt = e.journal.format
+    head = JournalHead(0, bytes(32), fmt)
     stored_prev = head.root
     for key, value in e.storage.scan_items(JOURNAL_PREFIX):
         stored_root, raw = split_journal_value(value)
         expected_seq = head.seq + 1
-        head = JournalHead(expected_seq, chain(head.root, raw))
+        head = JournalHead(expected_seq, chain(head.root, raw), fmt)
         try:
             item = Entry.decode(key, raw)
-            problem = entry_problem(item, expected_seq)
+            problem = entry_problem(item, expected_seq, fmt)
         except (CorruptRecord, KeyError, TypeError) as exc:
             problem = f"undecodable ({type(exc).__name__})"
         if problem is None and chain(stored_prev, raw) != stored_root:
@@ -90,8 +91,8 @@ def replay_journal(e: Engine, problems: list[str] | None = None) -> Replay:
             grants.note(item)
             high = max(high, item.at)
             continue
-        if problem is None and item.kind in EDGE_KINDS:
-            note(facts, item)  # into the source's facts: edges move no salience record
+        if problem is None and (item.kind in EDGE_KINDS or item.kind == ERASE_KIND):
+            note(facts, item)  # into the source's facts: edges and erasures move no salience record
             high = max(high, item.at)
             continue
         if problem is None:
@@ -132,6 +133,9 @@ def expected_derived(e: Engine, scores: dict[bytes, Score], facts: dict[bytes, H
         score, fact = scores.get(raw_id), facts.get(raw_id)
         if score is None or fact is None:
             problems.append(f"{_show(key)}: memory has no journal entry")
+            continue
+        if fact.erased:
+            problems.append(f"{_show(key)}: the memory was erased but its head is still stored")
             continue
         mismatch = _head_mismatch(head, fact)
         versions: dict[int, Version] = {}
@@ -263,7 +267,7 @@ def _verify_into(e: Engine, problems: list[str]) -> None:
     with e.lock.read():
         head, scores, weights, facts, high, grants = replay_journal(e, problems)
         try:
-            stored = JournalHead.decode(e.storage.get(META_JOURNAL))
+            stored = JournalHead.decode(e.storage.get(META_JOURNAL), e.journal.format)
         except CorruptRecord as exc:
             problems.append(f"meta/journal: {exc.detail}")
             stored = head
@@ -271,6 +275,10 @@ def _verify_into(e: Engine, problems: list[str]) -> None:
             problems.append(f"meta/journal: stored head seq={stored.seq} root={stored.root.hex()} but the journal gives seq={head.seq} root={head.root.hex()}")
         expected = expected_derived(e, scores, facts, problems)
         expected.update(grants.records())
+        for raw_id, fact in facts.items():
+            if fact.erased:
+                problems.extend(f"{_show(key)}: the memory was erased but this version is still stored"
+                                for key in scan_keys(e.storage, VERSION_PREFIX + raw_id))
         for prefix in (*index.DERIVED_PREFIXES, SALIENCE_PREFIX, *GRANT_PREFIXES):
             for key, value in e.storage.scan_items(prefix):
                 want = expected.pop(key, None)
@@ -399,6 +407,8 @@ def _version_mismatch(e: Engine, fact: HeadFacts, number: int, version: Version)
     checks: tuple[tuple[str, Callable[[], object], object], ...] = (
         ("the journal (created)", lambda: version.created, times[number - 1] if number <= len(times) else None),
         ("the store (created_by)", lambda: version.created_by, e.actor),
+        ("the journal (content)", lambda: version.content_hash if fact.contents else None,
+         fact.contents[number - 1] if number <= len(fact.contents) else None),
         ("its short text (tokens)", lambda: e.tokenizer.count(version.forms[0]), version.tokens[0]),
         ("its medium text (tokens)", lambda: e.tokenizer.count(version.forms[1]), version.tokens[1]),
     )

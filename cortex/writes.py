@@ -20,7 +20,7 @@ from .engine import Engine
 from .errors import TypeMismatch, ValidationError
 from .forms import build_forms, check_forms
 from .ids import URI, format_uris, parse_uri
-from .journal import append
+from .journal import append, with_content
 from .provenance import Origin, Provenance
 from .model import (
     MAX_IMPORTANCE,
@@ -140,13 +140,14 @@ def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
                 importance=item.importance, tombstone=None, expires=expires, data=data,
                 confidence=item.confidence, source=item.source, forms=forms, tokens=tokens, prov=item.provenance,
             )
-            version = Version(data, now, e.actor, item.confidence, item.source, forms, tokens, content_hash(record), item.provenance)
+            digest = content_hash(record)
+            version = Version(data, now, e.actor, item.confidence, item.source, forms, tokens, digest, item.provenance)
             frames = frames_record(item.frames)
             pinned = is_pinned(data)
-            payload = {
+            payload = with_content(journal, {
                 "id": raw_id, "type": int(data.TYPE), "version": 1, "importance": item.importance, "pinned": pinned,
                 "frames": frames, "tags": list(item.tags), "expires": expires,
-            }
+            }, digest)
             score, score_bytes = new_records[item.importance, pinned]
             puts[head_key(raw_id)] = head.encode(record, frames)
             puts[version_key(raw_id, 1)] = version.encode(record)
@@ -174,9 +175,9 @@ def update(e: Engine, uri: str, data: MemoryData) -> str:
         number = old.version + 1
         head = old._replace(version=number, updated=now, data=data, forms=(form.short, form.medium),
                             tokens=(form.short_tokens, form.medium_tokens, form.full_tokens))
-        version = Version(data, now, e.actor, old.confidence, old.source, head.forms, head.tokens, content_hash(data.to_record()),
-                          old.prov)
-        payload = {"id": raw_id, "version": number, "pinned": is_pinned(data)}
+        digest = content_hash(data.to_record())
+        version = Version(data, now, e.actor, old.confidence, old.source, head.forms, head.tokens, digest, old.prov)
+        payload = with_content(e.journal, {"id": raw_id, "version": number, "pinned": is_pinned(data)}, digest)
         e.commit("update", now, payload, {raw_id: (old, head)}, {version_key(raw_id, number): version.encode()})
     return str(URI(head.type, raw_id, number))
 

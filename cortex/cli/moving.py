@@ -37,13 +37,14 @@ def export(store: str, file: str, actor: str | None, as_json: bool) -> int:
 @_store_argument
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--actor", metavar="ACTOR", help="The actor (default: the export's).")
+@click.option("--trust-records", is_flag=True, help="Also import the export's trusted keys and revocations (refused otherwise).")
 @_json_option
-def import_(store: str, file: str, actor: str | None, as_json: bool) -> int:
+def import_(store: str, file: str, actor: str | None, trust_records: bool, as_json: bool) -> int:
     """Import FILE (from `cortex export`) into an empty store of the same actor,
     created when missing. The whole file is checked before anything is written; an
     interrupted import is completed by running it again."""
     with cortex.open(store, actor=actor or _export_actor(file)) as c:
-        counts = c.import_jsonl(file)
+        counts = c.import_jsonl(file, trust_records=trust_records)
         root = c.root()
     if as_json:
         _echo_json({"file": file, "lines": counts, "root": root})

@@ -3,10 +3,11 @@
     c.export_jsonl("agent.jsonl")          # any store, any backend
     fresh.import_jsonl("agent.jsonl")      # an empty store of the same actor
 
-The file, one JSON object a line, in this order (format version 1):
+The file, one JSON object a line, in this order (format version 2; version 1 files,
+which lack `journal_format`, still import):
 
-1. header: `{"kind": "header", "format": "cortex-export", "version": 1, "actor",
-   "schema", "tokenizer", "root", "counts": {kind: lines}}`;
+1. header: `{"kind": "header", "format": "cortex-export", "version": 2, "actor",
+   "schema", "tokenizer", "journal_format", "root", "counts": {kind: lines}}`;
 2. `memory` lines, in id order: `{"kind": "memory", "id", "type", "frames":
    [[verb, kind, ref]], "tags", "importance", "created", "updated", "expires",
    "tombstone": null | {"at", "reason"}, "versions": [{"version", "data": {field:
@@ -17,7 +18,8 @@ The file, one JSON object a line, in this order (format version 1):
    "attributes": canonical JSON text or null}`, written only then) — every
    version, oldest first (the head's copy of the current version is the last one),
    and `"salience": {"last_used", "access_count", "citations", "importance",
-   "pinned"}`, the memory's salience record;
+   "pinned"}`, the memory's salience record. An erased memory has no line: the
+   journal's `erase` entry stands for it;
 3. a `weights` line when feedback has moved them: `{"kind": "weights", "recency",
    "access", "citation", "importance"}`;
 4. `record` lines for every other stored record that is not derived from the ones
@@ -25,22 +27,31 @@ The file, one JSON object a line, in this order (format version 1):
    `{"kind": "record", "key": hex, "value": hex}`;
 5. `journal` lines, in sequence order: `{"kind": "journal", "seq", "entry_kind",
    "at", "payload", "root"}`, `root` being the running root after the entry;
-6. a trailer: `{"kind": "end", "lines": n, "sha256": hex}` over every line before it.
+6. a trailer: `{"kind": "end", "lines": n, "sha256": hex}` over every line before it,
+   with `"signature": {"key": hex, "sig": hex}` when exported with `sign_with=`.
 
 Times are integers, microseconds since the Unix epoch (exact). Byte strings inside
-journal payloads (memory ids) are written `{"$hex": "..."}`; data values are the
-stored record values (datetimes as microseconds, lists for tuples). Index entries,
-`meta/journal` and `meta/clock_high` are not written: import derives them (edges
-between memories and their index flags from the journal's link and unlink entries).
+journal payloads (memory ids, content hashes) are written `{"$hex": "..."}`; data
+values are the stored record values (datetimes as microseconds, lists for tuples).
+Index entries, `meta/journal` and `meta/clock_high` are not written: import derives
+them (edges between memories and their index flags from the journal's link and
+unlink entries).
 
-Import checks the whole file before it writes anything: JSON and shape of every
-line, the trailer's line count and digest (so a truncated file or an altered line
-is refused, naming the line), the journal's hash chain against the header's root,
-and the actor. Then it writes in batches of `BATCH_KEYS` keys, the journal head
-last. While it runs, `meta/import` names the file's root and digest: `verify()`
-reports an interrupted import, and running the same import again completes it
-(every put is idempotent). The result has the exported store's `root()` and
-verifies clean; exporting it again gives the same bytes.
+Import reads its input once, copying it to a private temporary file that its second
+pass reads (a pipe that serves other bytes the second time changes nothing), and
+checks the whole file before it writes anything: JSON and shape of every line (each
+at most `MAX_LINE_BYTES`), each version's content hash recomputed from its data, the
+journal's hash chain against the header's root and, in journal format 2, every
+version's content against the hash the journal wrote for it (`export_seal`, naming
+the line that differs), the trailer's line count, digest and signature, and the
+actor. A trust, untrust or revocation record (a `meta/trust/` or `meta/revoked/`
+record line, or such a journal entry) is refused unless the caller passes
+`trust_records=True`: an export must not plant the keys that sign scopes. Then it
+writes in batches of `BATCH_KEYS` keys, the journal head last. While it runs,
+`meta/import` names the file's root and digest: `verify()` reports an interrupted
+import, and running the same import again completes it (every put is idempotent).
+The result has the exported store's `root()` and journal format and verifies clean;
+exporting it again gives the same bytes.
 
 Both directions stream: memory use is bounded by one memory's versions and one
 batch, whatever the store's size.
@@ -51,15 +62,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
 
 from ..edges import derived_after_import
 from ..engine import Engine
-from ..errors import CortexError, ImportRefused
+from ..errors import CortexError, ImportRefused, ValidationError
 from ..ids import decode_id, encode_id
 from ..index import entries as index_entries
-from ..journal import chain
+from ..journal import CONTENT_KINDS, ERASE_KIND, chain
 from ..model import DATA_CLASSES, MemoryType, ObjKind, Verb, field_names
 from ..records import (
     ALL_PREFIXES,
@@ -71,13 +83,17 @@ from ..records import (
     META_CLOCK_HIGH,
     META_IMPORT,
     META_JOURNAL,
+    META_JOURNAL_FORMAT,
     META_PREFIX,
     META_SCHEMA,
     META_TOKENIZER,
     META_WEIGHTS,
+    JOURNAL_FORMATS,
+    REVOKED_PREFIX,
     ROOT_SIZE,
     SALIENCE_PREFIX,
     SCHEMA_VERSION,
+    TRUST_PREFIX,
     VERSION_LENGTH,
     VERSION_PREFIX,
     V_PROV,
@@ -85,6 +101,7 @@ from ..records import (
     Head,
     JournalHead,
     Version,
+    content_hash,
     decode_score,
     decode_weights,
     encode_clock_high,
@@ -103,15 +120,21 @@ from ..records import (
     version_shape_ok,
 )
 from ..salience.score import Score
+from ..scope import private_key
+from . import export_seal
+from .limits import MAX_LINE_BYTES
 
 FORMAT = "cortex-export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1: no journal_format in the header (format 1)
 BATCH_KEYS = 20_000
+# Journal entries that trust a key or revoke a scope: imported only when asked.
+TRUST_KINDS = ("trust", "untrust", "revoke")
 
 # Keys written from the lines above, or derived on import: never a `record` line.
 # (The cache epoch belongs to the store's write history, not to its memories.)
 _COVERED_META = {META_ACTOR, META_SCHEMA, META_TOKENIZER, META_JOURNAL, META_CLOCK_HIGH, META_WEIGHTS, META_IMPORT,
-                 META_CACHE_EPOCH}
+                 META_CACHE_EPOCH, META_JOURNAL_FORMAT}
 _COVERED_PREFIXES = (INDEX_PREFIX, HEAD_PREFIX, VERSION_PREFIX, JOURNAL_PREFIX, SALIENCE_PREFIX)
 _KINDS_ORDER = ("memory", "weights", "record", "journal")
 # The keys of a version line's `provenance`, in stored record order (`cortex.provenance`).
@@ -151,15 +174,20 @@ def _line(obj: dict[str, Any]) -> bytes:
 # Export
 
 
-def export_jsonl(e: Engine, path: str | os.PathLike[str]) -> dict[str, int]:
+def export_jsonl(e: Engine, path: str | os.PathLike[str], *, sign_with: object = None) -> dict[str, int]:
     """Write the whole store to `path` (see the module docstring); return the line
-    counts per kind. Runs on one consistent view (writers wait until it is done)."""
+    counts per kind. Runs on one consistent view (writers wait until it is done).
+    `sign_with`: an Ed25519 private key (or its raw 32 bytes) that signs the end
+    line's digest, so that `import_jsonl(..., signed_by=its public key)` accepts the
+    file only as it was written."""
     e.check_open()
     target = os.fspath(path)
-    return e.read(lambda: _export(e, target))
+    if sign_with is not None:
+        private_key(sign_with, "sign_with")
+    return e.read(lambda: _export(e, target, sign_with))
 
 
-def _export(e: Engine, target: str) -> dict[str, int]:
+def _export(e: Engine, target: str, sign_with: object) -> dict[str, int]:
     journal, _ = e.view_state()
     counts = {kind: 0 for kind in _KINDS_ORDER}
     counts["memory"] = sum(1 for _ in e.storage.scan_items(HEAD_PREFIX))
@@ -168,7 +196,7 @@ def _export(e: Engine, target: str) -> dict[str, int]:
     counts["journal"] = journal.seq
     header = {
         "kind": "header", "format": FORMAT, "version": FORMAT_VERSION, "actor": e.actor, "schema": SCHEMA_VERSION,
-        "tokenizer": e.tokenizer.name, "root": journal.root.hex(), "counts": counts,
+        "tokenizer": e.tokenizer.name, "journal_format": journal.format, "root": journal.root.hex(), "counts": counts,
     }
     digest = hashlib.sha256()
     lines = 0
@@ -176,10 +204,18 @@ def _export(e: Engine, target: str) -> dict[str, int]:
     with open(tmp, "wb") as out:
         for obj in _export_lines(e, header):
             raw = _line(obj)
+            if len(raw) > MAX_LINE_BYTES:
+                out.close()
+                os.unlink(tmp)
+                raise CortexError(f"cannot export: line {lines + 1} ({obj['kind']} {obj.get('id', '')}) would be {len(raw)} bytes, "
+                                  f"more than an import reads ({MAX_LINE_BYTES})")
             out.write(raw)
             digest.update(raw)
             lines += 1
-        out.write(_line({"kind": "end", "lines": lines, "sha256": digest.hexdigest()}))
+        end: dict[str, Any] = {"kind": "end", "lines": lines, "sha256": digest.hexdigest()}
+        if sign_with is not None:
+            end["signature"] = export_seal.sign(sign_with, digest.hexdigest(), lines)
+        out.write(_line(end))
     os.replace(tmp, target)
     return counts
 
@@ -259,20 +295,29 @@ def _salience_of(e: Engine, raw_id: bytes) -> dict[str, Any]:
 # Import
 
 
-def import_jsonl(e: Engine, path: str | os.PathLike[str]) -> dict[str, int]:
+def import_jsonl(e: Engine, path: str | os.PathLike[str], *, trust_records: bool = False,
+                 signed_by: object = None) -> dict[str, int]:
     """Import an export into this store (empty, same actor); return the line counts
-    per kind. Nothing is written unless the whole file checks out."""
+    per kind. Nothing is written unless the whole file checks out (see the module
+    docstring). `trust_records=True` imports the trusted keys and revocations the
+    export holds (refused otherwise); `signed_by`: an Ed25519 public key or several,
+    one of which must have signed the file (`export_jsonl(..., sign_with=)`)."""
     e.check_writable()
     source = os.fspath(path)
-    with e.lock.write():
+    if not isinstance(trust_records, bool):
+        raise ValidationError("trust_records", "must be a bool", trust_records)
+    signers = export_seal.signer_keys(signed_by)
+    with tempfile.TemporaryFile(prefix="cortex-import-") as spool, e.lock.write():
         e.check_open()
-        header, digest = _check_file(e, source)
+        header, digest = _check_file(e, source, spool, trust_records, signers)
         marker = (header["root"] + ":" + digest).encode()
         resuming = e.storage.get(META_IMPORT) == marker
         if e.journal.seq and not resuming:
             raise ImportRefused("path", "the store is not empty: import into a new store of the same actor", source)
-        _write_all(e, source, marker)
-        e.journal = JournalHead.decode(e.storage.get(META_JOURNAL))
+        fmt = header.get("journal_format", 1)
+        spool.seek(0)
+        _write_all(e, spool, marker, fmt)
+        e.journal = JournalHead.decode(e.storage.get(META_JOURNAL), fmt)
         high = e.storage.get(META_CLOCK_HIGH)
         e.clock_high = int.from_bytes(high, "big") if high else 0
         last = e.storage.last_key(HEAD_PREFIX)
@@ -282,28 +327,40 @@ def import_jsonl(e: Engine, path: str | os.PathLike[str]) -> dict[str, int]:
     return counts
 
 
-def _lines(source: str) -> Iterator[tuple[int, bytes]]:
+def _open_source(source: str) -> IO[bytes]:
     try:
-        handle: IO[bytes] = open(source, "rb")
+        return open(source, "rb")
     except OSError as exc:
         raise ImportRefused("path", f"cannot be read ({exc.strerror})", source) from None
-    with handle:
-        for number, raw in enumerate(handle, start=1):
-            yield number, raw
+
+
+def _lines(handle: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """Numbered lines, each read no further than `MAX_LINE_BYTES`: a longer one is refused."""
+    number = 0
+    while raw := handle.readline(MAX_LINE_BYTES + 1):
+        number += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise ImportRefused(f"line {number}", f"is longer than {MAX_LINE_BYTES} bytes, the most an import reads")
+        yield number, raw
 
 
 def _parse(number: int, raw: bytes) -> dict[str, Any]:
     try:
         obj = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise ImportRefused(f"line {number}", "is not JSON") from None
     if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
         raise ImportRefused(f"line {number}", "must be a JSON object with a kind")
     return obj
 
 
-def _check_file(e: Engine, source: str) -> tuple[dict[str, Any], str]:
-    """Read the whole file once, checking everything; return the header and digest."""
+_TRUST_REFUSED = "holds a trust record (a trusted key or a revoked scope): pass trust_records=True to import them"
+
+
+def _check_file(e: Engine, source: str, spool: IO[bytes], trust_records: bool,
+                signers: frozenset[bytes] | None) -> tuple[dict[str, Any], str]:
+    """Read the whole file once, copying it to `spool` and checking everything;
+    return the header and digest."""
     digest = hashlib.sha256()
     header: dict[str, Any] | None = None
     expected = "header"
@@ -312,47 +369,60 @@ def _check_file(e: Engine, source: str) -> tuple[dict[str, Any], str]:
     seq = 0
     ended = False
     previous_id = b""
-    for number, raw in _lines(source):
-        if ended:
-            raise ImportRefused(f"line {number}", "follows the end line")
-        obj = _parse(number, raw)
-        kind = obj["kind"]
-        if kind == "end":
-            if obj.get("lines") != number - 1 or obj.get("sha256") != digest.hexdigest():
-                raise ImportRefused(f"line {number}", "the end line's count or digest does not match the lines before it (altered file)")
-            ended = True
-            continue
-        digest.update(raw)
-        if number == 1:
-            header = _check_header(e, obj)
-            continue
-        if kind not in _KINDS_ORDER:
-            raise ImportRefused(f"line {number}", f"unknown kind {kind!r}")
-        if _KINDS_ORDER.index(kind) < _KINDS_ORDER.index(expected if expected != "header" else "memory"):
-            raise ImportRefused(f"line {number}", f"{kind} line out of order")
-        expected = kind
-        seen[kind] += 1
-        try:
-            if kind == "memory":
-                raw_id = decode_id(obj["id"])
-                if raw_id <= previous_id:
-                    raise ValueError("memory ids must ascend")
-                previous_id = raw_id
-                _memory_puts(obj)
-            elif kind == "weights":
-                _weights_put(obj)
-            elif kind == "record":
-                _record_put(obj)
-            else:
-                seq += 1
-                entry_bytes, stored_root = _journal_parts(obj, seq)
-                root = chain(root, entry_bytes)
-                if root != stored_root:
-                    raise ValueError("the journal's hash chain breaks here")
-        except ImportRefused:
-            raise
-        except (CortexError, ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:
-            raise ImportRefused(f"line {number}", f"bad {kind} line: {exc}") from None
+    ledger = export_seal.ContentLedger()
+    with _open_source(source) as handle:
+        for number, raw in _lines(handle):
+            spool.write(raw)
+            if ended:
+                raise ImportRefused(f"line {number}", "follows the end line")
+            obj = _parse(number, raw)
+            kind = obj["kind"]
+            if kind == "end":
+                if header is not None and header.get("journal_format", 1) >= 2:
+                    ledger.check()
+                if obj.get("lines") != number - 1 or obj.get("sha256") != digest.hexdigest():
+                    raise ImportRefused(f"line {number}", "the end line's count or digest does not match the lines before it (altered file)")
+                export_seal.check_signature(obj, number, digest.hexdigest(), signers)
+                ended = True
+                continue
+            digest.update(raw)
+            if number == 1:
+                header = _check_header(e, obj)
+                continue
+            if kind not in _KINDS_ORDER:
+                raise ImportRefused(f"line {number}", f"unknown kind {kind!r}")
+            if _KINDS_ORDER.index(kind) < _KINDS_ORDER.index(expected if expected != "header" else "memory"):
+                raise ImportRefused(f"line {number}", f"{kind} line out of order")
+            expected = kind
+            seen[kind] += 1
+            try:
+                if kind == "memory":
+                    raw_id = decode_id(obj["id"])
+                    if raw_id <= previous_id:
+                        raise ValueError("memory ids must ascend")
+                    previous_id = raw_id
+                    _, contents = _memory_puts(obj)
+                    for version, content in enumerate(contents, start=1):
+                        ledger.memory_version(raw_id, version, content, number)
+                elif kind == "weights":
+                    _weights_put(obj)
+                elif kind == "record":
+                    key, _ = _record_put(obj)
+                    if key.startswith((TRUST_PREFIX, REVOKED_PREFIX)) and not trust_records:
+                        raise ImportRefused(f"line {number}", _TRUST_REFUSED)
+                else:
+                    seq += 1
+                    entry, entry_bytes, stored_root = _journal_parts(obj, seq)
+                    root = chain(root, entry_bytes)
+                    if root != stored_root:
+                        raise ValueError("the journal's hash chain breaks here")
+                    if entry.kind in TRUST_KINDS and not trust_records:
+                        raise ImportRefused(f"line {number}", _TRUST_REFUSED)
+                    _note_content(ledger, entry, number)
+            except ImportRefused:
+                raise
+            except (CortexError, ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:
+                raise ImportRefused(f"line {number}", f"bad {kind} line: {exc}") from None
     if header is None:
         raise ImportRefused("path", "is empty", source)
     if not ended:
@@ -361,18 +431,34 @@ def _check_file(e: Engine, source: str) -> tuple[dict[str, Any], str]:
         raise ImportRefused("line 1", f"counts {header['counts']} but the file holds {seen}")
     if root.hex() != header["root"]:
         raise ImportRefused("line 1", "the journal does not end at the header's root")
+    spool.flush()
     return header, digest.hexdigest()
+
+
+def _note_content(ledger: export_seal.ContentLedger, entry: Entry, line: int) -> None:
+    """What a journal entry says about content: the hash of a version it writes, or
+    the erasure of a memory's."""
+    p = entry.payload
+    if entry.kind in CONTENT_KINDS and isinstance(p.get("content"), bytes) and isinstance(p.get("id"), bytes):
+        ledger.journal_version(p["id"], p["version"], p["content"], line)
+    elif entry.kind == ERASE_KIND and isinstance(p.get("id"), bytes):
+        ledger.erased(p["id"])
 
 
 def _check_header(e: Engine, obj: dict[str, Any]) -> dict[str, Any]:
     if obj.get("kind") != "header" or obj.get("format") != FORMAT:
         raise ImportRefused("line 1", f"must be a {FORMAT} header")
-    if obj.get("version") != FORMAT_VERSION:
-        raise ImportRefused("line 1", f"format version {obj.get('version')!r}; this cortex reads version {FORMAT_VERSION}")
+    if obj.get("version") not in READABLE_VERSIONS:
+        raise ImportRefused("line 1", f"format version {obj.get('version')!r}; this cortex reads versions {READABLE_VERSIONS}")
     if obj.get("actor") != e.actor:
         raise ImportRefused("line 1", f"the export belongs to actor {obj.get('actor')!r}, not {e.actor!r}")
     if obj.get("schema") != SCHEMA_VERSION or obj.get("tokenizer") != e.tokenizer.name:
         raise ImportRefused("line 1", "schema version or tokenizer differs from this store's")
+    fmt = obj.get("journal_format", 1) if obj["version"] >= 2 else None
+    if obj["version"] >= 2 and (type(fmt) is not int or fmt not in JOURNAL_FORMATS):
+        raise ImportRefused("line 1", f"journal_format must be one of {JOURNAL_FORMATS}")
+    if obj["version"] < 2 and "journal_format" in obj:
+        raise ImportRefused("line 1", "a version 1 export has no journal_format")
     counts = obj.get("counts")
     if not isinstance(counts, dict) or set(counts) != set(_KINDS_ORDER) or not all(isinstance(v, int) for v in counts.values()):
         raise ImportRefused("line 1", "counts must give a line count for each kind")
@@ -381,9 +467,10 @@ def _check_header(e: Engine, obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def _memory_puts(obj: dict[str, Any]) -> dict[bytes, bytes]:
-    """Every key of a memory line: head, versions, salience record and index
-    entries (ValueError if malformed)."""
+def _memory_puts(obj: dict[str, Any]) -> tuple[dict[bytes, bytes], list[bytes]]:
+    """Every key of a memory line (head, versions, salience record and index
+    entries) and the content hash of each version, recomputed from its data
+    (ValueError if malformed, or if a version's `content_hash` is not its data's)."""
     raw_id = decode_id(obj["id"])
     mtype = MemoryType.from_type_name(obj["type"])
     names = field_names(DATA_CLASSES[mtype])
@@ -392,6 +479,7 @@ def _memory_puts(obj: dict[str, Any]) -> dict[bytes, bytes]:
     if not isinstance(versions, list) or not versions:
         raise ValueError("a memory needs its versions")
     last: list[Any] = []
+    contents: list[bytes] = []
     for number, v in enumerate(versions, start=1):
         if v["version"] != number or set(v["data"]) != set(names):
             raise ValueError(f"version {number} is malformed")
@@ -406,6 +494,10 @@ def _memory_puts(obj: dict[str, Any]) -> dict[bytes, bytes]:
         if not version_shape_ok(rec, int(mtype)):
             raise ValueError(f"version {number} has the wrong shape")
         version = Version.decode(version_key(raw_id, number), pack(rec), mtype, validate=True)
+        digest = content_hash(version.data.to_record())
+        if digest != version.content_hash or digest != content_hash(rec[0]):
+            raise ValueError(f"version {number}'s content_hash is not the hash of its data")
+        contents.append(digest)
         puts[version_key(raw_id, number)] = version.encode(rec[0])
         last = rec
     tomb = obj["tombstone"]
@@ -422,7 +514,7 @@ def _memory_puts(obj: dict[str, Any]) -> dict[bytes, bytes]:
     key = salience_key(raw_id)
     puts[key] = encode_score((sal["last_used"], sal["access_count"], sal["citations"], sal["importance"], sal["pinned"]))
     puts.update(index_entries(raw_id, decoded, Score.decode(puts[key], key)))
-    return puts
+    return puts, contents
 
 
 def _weights_put(obj: dict[str, Any]) -> tuple[bytes, bytes]:
@@ -438,7 +530,7 @@ def _record_put(obj: dict[str, Any]) -> tuple[bytes, bytes]:
     return key, value
 
 
-def _journal_parts(obj: dict[str, Any], seq: int) -> tuple[bytes, bytes]:
+def _journal_parts(obj: dict[str, Any], seq: int) -> tuple[Entry, bytes, bytes]:
     if obj["seq"] != seq:
         raise ValueError(f"sequence {obj['seq']!r}, expected {seq}")
     if not isinstance(obj["entry_kind"], str) or not isinstance(obj["at"], int) or not isinstance(obj["payload"], dict):
@@ -447,12 +539,13 @@ def _journal_parts(obj: dict[str, Any], seq: int) -> tuple[bytes, bytes]:
     root = bytes.fromhex(obj["root"])
     if len(root) != ROOT_SIZE:
         raise ValueError("root must be 64 hex digits")
-    return entry.encode(), root
+    return entry, entry.encode(), root
 
 
-def _write_all(e: Engine, source: str, marker: bytes) -> None:
-    """The second pass: write every line's keys in bounded batches, the journal head
-    (and the end of `meta/import`) in the last one."""
+def _write_all(e: Engine, spool: IO[bytes], marker: bytes, fmt: int) -> None:
+    """The second pass, over the spooled copy the first pass checked: write every
+    line's keys in bounded batches, the journal head, the journal format (and the
+    end of `meta/import`) in the last one."""
     batch: dict[bytes, bytes | None] = {META_IMPORT: marker}
     high = 0
     root = bytes(ROOT_SIZE)
@@ -463,13 +556,13 @@ def _write_all(e: Engine, source: str, marker: bytes) -> None:
             e.write(dict(batch))
             batch.clear()
 
-    for number, raw in _lines(source):
+    for number, raw in _lines(spool):
         obj = _parse(number, raw)
         kind = obj["kind"]
         if kind in ("header", "end"):
             continue
         if kind == "memory":
-            batch.update(_memory_puts(obj))
+            batch.update(_memory_puts(obj)[0])
         elif kind == "weights":
             key, value = _weights_put(obj)
             batch[key] = value
@@ -478,7 +571,7 @@ def _write_all(e: Engine, source: str, marker: bytes) -> None:
             batch[key] = value
         else:
             seq += 1
-            entry_bytes, stored_root = _journal_parts(obj, seq)
+            _, entry_bytes, stored_root = _journal_parts(obj, seq)
             root = chain(root, entry_bytes)
             batch[journal_key(seq)] = journal_value(stored_root, entry_bytes)
             high = max(high, obj["at"])
@@ -488,6 +581,7 @@ def _write_all(e: Engine, source: str, marker: bytes) -> None:
     for puts in derived_after_import(e):  # edges and their flags, from the journal just written
         e.write(puts)
     batch[META_JOURNAL] = JournalHead(seq, root).encode()
+    batch[META_JOURNAL_FORMAT] = str(fmt).encode()
     if seq:
         batch[META_CLOCK_HIGH] = encode_clock_high(high)
     batch[META_IMPORT] = None

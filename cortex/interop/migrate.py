@@ -46,6 +46,7 @@ from ..records import (
     META_CACHE_EPOCH,
     META_IMPORT,
     META_JOURNAL,
+    META_JOURNAL_FORMAT,
     META_SCHEMA,
     META_TOKENIZER,
     JournalHead,
@@ -53,10 +54,13 @@ from ..records import (
 from ..storage import is_dsn
 
 BATCH_KEYS = 5_000  # keys per write batch: one PostgreSQL transaction, or one RocksDB WriteBatch
-_SETTINGS = frozenset({META_ACTOR, META_SCHEMA, META_TOKENIZER, META_CACHE_EPOCH})  # what open() writes into a new store
+# What open() writes into a new store.
+_SETTINGS = frozenset({META_ACTOR, META_SCHEMA, META_TOKENIZER, META_CACHE_EPOCH, META_JOURNAL_FORMAT})
 # Copied last, in the batch that ends the copy (the import marker is the copy's own):
-# every batch before it moves the destination's cache epoch (`Engine.write`).
-_LAST = frozenset({META_JOURNAL, META_IMPORT, META_CACHE_EPOCH})
+# every batch before it moves the destination's cache epoch (`Engine.write`). The
+# journal format is the source's (absent in a store of format 1), whatever the new
+# destination was made in.
+_LAST = frozenset({META_JOURNAL, META_IMPORT, META_CACHE_EPOCH, META_JOURNAL_FORMAT})
 _MARKER = b"migrate "  # + the source's root in hex: the value of meta/import while a migration runs
 
 Progress = Callable[[int], None]
@@ -143,6 +147,7 @@ def _copy(reader: Engine, writer: Engine, progress: Progress | None) -> tuple[in
                     flush()
         last = {key: reader.storage.get(key) for key in (META_JOURNAL, META_CACHE_EPOCH)}
         batch.update({key: value for key, value in last.items() if value is not None})
+        batch[META_JOURNAL_FORMAT] = reader.storage.get(META_JOURNAL_FORMAT)
         batch[META_IMPORT] = None
         flush()
     return copied, JournalHead.decode(last[META_JOURNAL]).root

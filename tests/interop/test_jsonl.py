@@ -88,8 +88,8 @@ def test_the_format_is_what_the_docstring_says(tmp_path):
         a.export_jsonl(tmp_path / "a.jsonl")
         root = a.root()
     lines = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
-    assert lines[0] == {"kind": "header", "format": "cortex-export", "version": 1, "actor": "agent", "schema": 1,
-                        "tokenizer": "cl100k_base", "root": root,
+    assert lines[0] == {"kind": "header", "format": "cortex-export", "version": 2, "actor": "agent", "schema": 1,
+                        "tokenizer": "cl100k_base", "journal_format": 2, "root": root,
                         "counts": {"memory": 13, "weights": 1, "record": 0, "journal": 18}}
     kinds = [line["kind"] for line in lines]
     assert kinds == ["header"] + ["memory"] * 13 + ["weights"] + ["journal"] * 18 + ["end"]
