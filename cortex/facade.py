@@ -153,6 +153,7 @@ class Cortex:
         expires_at: datetime | None = None,
         forms: dict[str, str] | None = None,
         supersedes: Iterable[str] = (),
+        key: str | None = None,
         occurred_at: datetime | None = None,
         session: str | None = None,
         sequence: int | None = None,
@@ -162,9 +163,15 @@ class Cortex:
         """Write a new memory; return the URI of its version 1. `supersedes`: URIs of
         memories it replaces, linked in the same batch (`link(new, "supersedes", old)`).
         `occurred_at`, `session`, `sequence`, `origin`, `attributes`: its provenance,
-        each optional (`cortex.provenance`)."""
+        each optional (`cortex.provenance`).
+
+        `key`: a natural key, unique per memory type (at most 256 UTF-8 bytes). When
+        a live memory of this type already has it, the write is an upsert of that
+        memory: a new version if the data differs, new frames, tags or importance
+        if those do, nothing if all are equal; the URI returned is then its current
+        version's. `resolve("key:<Type>/<key>")` finds it."""
         item = Write(data, frames, tags, importance, confidence, source, expires_at, forms, supersedes,
-                     occurred_at=occurred_at, session=session, sequence=sequence, origin=origin, attributes=attributes)
+                     key=key, occurred_at=occurred_at, session=session, sequence=sequence, origin=origin, attributes=attributes)
         return _writes.write_many(self._engine, [item])[0]
 
     def write_many(self, items: Iterable[Write]) -> list[str]:

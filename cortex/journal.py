@@ -118,7 +118,8 @@ def _is_edge(p: dict[str, Any]) -> bool:
 _PAYLOAD_RULES: dict[str, Any] = {
     "write": lambda p: _is_id(p.get("id")) and _is_int(p.get("type"), 1, 10) and p.get("version") == 1
     and _is_int(p.get("importance"), 0, MAX_IMPORTANCE + 1) and isinstance(p.get("pinned"), bool) and _is_frames(p.get("frames"))
-    and _is_texts(p.get("tags")) and (p.get("expires") is None or _is_int(p.get("expires"))) and _is_content(p),
+    and _is_texts(p.get("tags")) and (p.get("expires") is None or _is_int(p.get("expires"))) and _is_content(p)
+    and ("key" not in p or isinstance(p["key"], str)),
     "update": lambda p: _is_id(p.get("id")) and _is_int(p.get("version"), 2, 2**32) and isinstance(p.get("pinned"), bool)
     and _is_content(p),
     "update_head": lambda p: _is_id(p.get("id")) and (p.get("importance") is None or _is_int(p.get("importance"), 0, MAX_IMPORTANCE + 1))
@@ -172,6 +173,7 @@ class HeadFacts:
     version_times: list[int] = field(default_factory=list)  # when each version was written
     contents: list[bytes] = field(default_factory=list)  # each version's content hash (format 2)
     edges: dict[tuple[int, bytes], EdgeRecord] = field(default_factory=dict)  # outgoing, by (type, dst)
+    key: str | None = None  # the natural key it was written with (`write(key=)`)
 
 
 def note(facts: dict[bytes, HeadFacts], entry: Entry) -> None:
@@ -184,7 +186,7 @@ def note(facts: dict[bytes, HeadFacts], entry: Entry) -> None:
         return
     if entry.kind == "write":
         facts[p["id"]] = HeadFacts(p["type"], 1, entry.at, entry.at, p["importance"], p["tags"], p["frames"], p["expires"],
-                                   version_times=[entry.at], contents=[p["content"]] if "content" in p else [])
+                                   version_times=[entry.at], contents=[p["content"]] if "content" in p else [], key=p.get("key"))
         return
     f = facts.get(p.get("id", b""))
     if f is None:

@@ -51,6 +51,8 @@ _MICROSECOND = timedelta(microseconds=1)
 
 
 class MemoryType(enum.IntEnum):
+    """The nine memory types, one stable byte each (the position in this list, from 1)."""
+
     IDENTITY = 1
     FACT = 2
     PREFERENCE = 3
@@ -92,6 +94,9 @@ def _parse_member(cls: type[_Member], value: object, field_name: str, error: typ
 
 
 class Verb(enum.IntEnum):
+    """The closed set of verbs a memory is filed under and `context()` asks for, one
+    stable byte each. See docs/data-model.md for which verb an agent's action goes under."""
+
     FIND = 1
     ACQUIRE = 2
     BUILD = 3
@@ -110,6 +115,9 @@ class Verb(enum.IntEnum):
 
 
 class ObjKind(enum.IntEnum):
+    """The closed set of object kinds a frame names (`Frame(verb, kind, ref)`), one
+    stable byte each."""
+
     SERVICE = 1
     MODEL = 2
     AGENT = 3
@@ -170,6 +178,8 @@ class Edge:
 
 
 class Tier(enum.Enum):
+    """The tiers of a `Bundle`, in the order `context()` fills them."""
+
     PINNED = "pinned"
     OUTCOMES = "outcomes"
     FRAME_RELEVANT = "frame_relevant"

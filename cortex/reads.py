@@ -9,7 +9,7 @@ from typing import Any
 from .engine import Engine
 from .errors import CorruptRecord, NotFound, ValidationError
 from .ids import decode_id, parse_uri
-from .index import by_type, entry
+from .index import by_type, entry, natural_key
 from .memory import Memory
 from .model import MemoryType
 from .model import to_micros
@@ -33,6 +33,8 @@ def resolve(e: Engine, uri: str, scope: SignedScope | None = None) -> Memory:
     id raises (same class, same message), and every `NotFound` under a scope counts as
     a violation of it (so not even the violation log tells the two apart)."""
     e.check_open()
+    if isinstance(uri, str) and uri.startswith(natural_key.REF_PREFIX):
+        uri = e.read(lambda: by_key(e, uri))
     ref = parse_uri(uri)
     signed = None if scope is None else check_signed(scope)
     clock_now = to_micros(e.now()) if signed is not None else 0
@@ -74,6 +76,18 @@ def resolve(e: Engine, uri: str, scope: SignedScope | None = None) -> Memory:
     except Refusal as refusal:
         report_violation(e, refusal)
         raise refusal.error from None
+
+
+def by_key(e: Engine, ref: str) -> str:
+    """The URI of the current version of the memory `key:<Type>/<key>` names
+    (`cortex.index.natural_key`); `NotFound` when no memory has that key."""
+    mtype, name = natural_key.parse_ref(ref)
+    raw = e.storage.get(natural_key.key(mtype, name))
+    found = None if raw is None else natural_key.decode(raw)
+    memory = None if found is None or found[1] != name else stored(e, found[0])
+    if memory is None:
+        raise NotFound(f"no {mtype.type_name} has the key {name!r}")
+    return memory.uri
 
 
 def resolve_latest(e: Engine, id: str) -> Memory:

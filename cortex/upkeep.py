@@ -123,6 +123,7 @@ def expected_derived(e: Engine, scores: dict[bytes, Score], facts: dict[bytes, H
         lambda raw_id: raw_id in facts and not facts[raw_id].tombstoned,
     )
     expected.update(edge_keys)
+    expected.update(_natural_keys(facts))
     for key, raw in e.storage.scan_items(HEAD_PREFIX):
         raw_id = key[len(HEAD_PREFIX):]
         try:
@@ -175,6 +176,13 @@ def expected_derived(e: Engine, scores: dict[bytes, Score], facts: dict[bytes, H
         expected[salience_key(raw_id)] = score.encode()
         expected.update(index.entries(raw_id, head, score, edge_flags.get(raw_id, 0)))
     return expected
+
+def _natural_keys(facts: dict[bytes, HeadFacts]) -> dict[bytes, bytes]:
+    """The natural key entries the journal implies: each (type, key) names the memory
+    written last with it (facts are in journal order; see `cortex.index.natural_key`)."""
+    named = {(fact.type, fact.key): raw_id for raw_id, fact in facts.items() if fact.key is not None}
+    return {index.natural_key.key(mtype, name): index.natural_key.value(raw_id, name) for (mtype, name), raw_id in named.items()}
+
 
 def verify(e: Engine) -> list[str]:
     """Check the whole store; return one line per problem (empty when sound).

@@ -19,7 +19,7 @@ from . import edges, index
 from .engine import Engine
 from .errors import TypeMismatch, ValidationError
 from .forms import build_forms, check_forms
-from .ids import URI, format_uris, parse_uri
+from .ids import URI, parse_uri
 from .journal import append, with_content
 from .provenance import Origin, Provenance
 from .model import (
@@ -40,6 +40,7 @@ from .model import (
 )
 from .records import (
     Head,
+    JournalHead,
     Version,
     content_hash,
     encode_revoked,
@@ -52,6 +53,7 @@ from .records import (
     version_key,
 )
 from .salience import score as salience
+from .salience.score import Score
 from .scope import Refusal, check_name, is_revoked, log_violation, public_key_bytes, scope_id_bytes, trusted_keys
 
 MAX_SOURCE_BYTES = 256
@@ -67,7 +69,9 @@ class Write:
     (it still resolves). `supersedes`: URIs (or ids) of memories the new one
     replaces, linked in the same batch (`cortex.edges`). `occurred_at`, `session`,
     `sequence`, `origin` and `attributes`: the memory's provenance (`cortex.provenance`),
-    each optional; `provenance` holds them validated (None when none is given).
+    each optional; `provenance` holds them validated (None when none is given). `key`: a natural
+    key, unique per memory type: a write whose (type, key) names a memory already
+    makes a new version of it instead of a new memory (see `upsert` below).
     """
 
     data: MemoryData
@@ -80,10 +84,11 @@ class Write:
     forms: dict[str, str] | None = field(compare=False)
     supersedes: tuple[str, ...]
     provenance: Provenance | None
+    key: str | None
 
     def __init__(self, data: MemoryData, frames: Iterable[Frame] = (), tags: Iterable[str] = (), importance: int = 0,
                  confidence: float = 1.0, source: str = "user_input", expires_at: datetime | None = None,
-                 forms: dict[str, str] | None = None, supersedes: Iterable[str] = (), *,
+                 forms: dict[str, str] | None = None, supersedes: Iterable[str] = (), *, key: str | None = None,
                  occurred_at: datetime | None = None, session: str | None = None, sequence: int | None = None,
                  origin: Origin | None = None, attributes: Mapping[str, Any] | None = None) -> None:
         check_data(data)
@@ -101,6 +106,7 @@ class Write:
             "supersedes": edges.check_supersedes(supersedes),
             "provenance": Provenance.check(occurred_at=occurred_at, session=session, sequence=sequence, origin=origin,
                                            attributes=attributes),
+            "key": None if key is None else index.natural_key.check(key),
         }
         for name, value in values.items():
             object.__setattr__(self, name, value)
@@ -108,11 +114,13 @@ class Write:
 
 def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
     """Write many memories in one atomic batch; URIs in item order. The clock is read
-    once: every item gets the same `created_at`, and ids ascend in item order."""
+    once: every item gets the same `created_at`, and ids ascend in item order. An
+    item whose natural key names a memory already is an upsert of it (`upsert`)."""
     e.check_writable()
     batch = check_instances("items", items, Write, "must be an iterable of cortex.Write", refused=(Write,))
     if not batch:
         return []
+    _check_keys_unique(batch)
     # Each record is made once, before the lock. With a helper, the pool queues each
     # chunk as soon as its records exist, so the helper starts while the rest are
     # made; `tee` keeps them for the loop below.
@@ -126,11 +134,22 @@ def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
     with e.lock.write():
         e.check_open()
         now = to_micros(e.now())
-        raw_ids = e.ids.next_many(now // 1000, len(batch))
+        named = {i: found for i, w in enumerate(batch) if w.key is not None and (found := _named(e, w)) is not None}
+        new_ids = iter(e.ids.next_many(now // 1000, len(batch) - len(named)))
         puts: dict[bytes, bytes | None] = {}
         journal = e.journal
         new_records = salience.NewRecords(now)
-        for raw_id, item, record, form in zip(raw_ids, batch, records, itertools.chain.from_iterable(chunks)):
+        uris: list[str] = []
+        raw_ids: list[bytes] = []
+        for i, (item, record, form) in enumerate(zip(batch, records, itertools.chain.from_iterable(chunks))):
+            if i in named:
+                raw_id, old = named[i]
+                journal, uri = upsert(e, puts, journal, now, raw_id, old, item, record, form)
+                uris.append(uri)
+                raw_ids.append(raw_id)
+                continue
+            raw_id = next(new_ids)
+            raw_ids.append(raw_id)
             data = item.data
             forms = (form.short, form.medium)
             tokens = (form.short_tokens, form.medium_tokens, form.full_tokens)
@@ -148,17 +167,93 @@ def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
                 "id": raw_id, "type": int(data.TYPE), "version": 1, "importance": item.importance, "pinned": pinned,
                 "frames": frames, "tags": list(item.tags), "expires": expires,
             }, digest)
+            if item.key is not None:
+                payload["key"] = item.key
+                puts[index.natural_key.key(data.TYPE, item.key)] = index.natural_key.value(raw_id, item.key)
             score, score_bytes = new_records[item.importance, pinned]
             puts[head_key(raw_id)] = head.encode(record, frames)
             puts[version_key(raw_id, 1)] = version.encode(record)
             puts[salience_key(raw_id)] = score_bytes
             puts.update(index.entries(raw_id, head, score))
             journal = append(puts, journal, "write", now, payload)
+            uris.append(str(URI(data.TYPE, raw_id, 1)))
         links = [(raw_id, item.supersedes) for raw_id, item in zip(raw_ids, batch) if item.supersedes]
         if links:
-            journal = edges.supersede(e, puts, journal, now, links, set(raw_ids))
-        e.apply(puts, journal, now, keeps_caches=not links)  # links change the superseded memories
-    return format_uris([w.data.TYPE for w in batch], raw_ids, [1] * len(batch))
+            journal = edges.supersede(e, puts, journal, now, links, {r for i, r in enumerate(raw_ids) if i not in named})
+        # Links and upserts change memories written before; new memories alone keep the caches.
+        e.apply(puts, journal, now, keeps_caches=not links and not named)
+    return uris
+
+
+def _check_keys_unique(batch: list[Write]) -> None:
+    """One batch names a (type, key) at most once: two upserts of one memory in one
+    batch would leave which one wins to the item order, silently."""
+    first: dict[tuple[int, str], int] = {}
+    for i, w in enumerate(batch):
+        if w.key is None:
+            continue
+        j = first.setdefault((int(w.data.TYPE), w.key), i)
+        if j != i:
+            raise ValidationError(f"items[{i}].key", f"repeats the key of items[{j}] ({w.data.TYPE.type_name} {w.key!r}): "
+                                  "a batch names each memory once", w.key)
+
+
+def _named(e: Engine, item: Write) -> tuple[bytes, Head] | None:
+    """The live memory an item's natural key names, or None (no such key, or the
+    memory that had it is tombstoned: the new one takes the key over)."""
+    assert item.key is not None
+    raw = e.storage.get(index.natural_key.key(item.data.TYPE, item.key))
+    if raw is None:
+        return None
+    raw_id, name = index.natural_key.decode(raw)
+    if name != item.key:
+        raise ValidationError("key", f"shares its stored hash with the key {name!r} of another "
+                              f"{item.data.TYPE.type_name}: choose another key", item.key)
+    stored = e.storage.get(head_key(raw_id))
+    if stored is None:  # its content was erased: the key goes to the new memory
+        return None
+    head = Head.decode(head_key(raw_id), stored)
+    return None if head.tombstone is not None else (raw_id, head)
+
+
+def upsert(e: Engine, puts: dict[bytes, bytes | None], journal: JournalHead, now: int, raw_id: bytes, old: Head,
+           item: Write, record: list[Any], form: Any) -> tuple[JournalHead, str]:
+    """A keyed write to the memory its key names: a new version when the data
+    differs (an `update` entry), new frames, tags or importance when those differ
+    (an `update_head` entry), nothing when all are equal. Confidence, source, expiry
+    and provenance stay the memory's, as with `update()`. Staged into
+    the batch being built; returns the journal head and the URI of the memory's
+    current version."""
+    score = e.score_record(raw_id)
+    head = old
+    if item.data != old.data:
+        number = old.version + 1
+        head = old._replace(version=number, updated=now, data=item.data, forms=(form.short, form.medium),
+                            tokens=(form.short_tokens, form.medium_tokens, form.full_tokens))
+        digest = content_hash(record)
+        version = Version(item.data, now, e.actor, old.confidence, old.source, head.forms, head.tokens, digest, old.prov)
+        puts[version_key(raw_id, number)] = version.encode(record)
+        payload = with_content(journal, {"id": raw_id, "version": number, "pinned": is_pinned(item.data)}, digest)
+        journal, score = _stage(e, puts, journal, now, "update", payload, raw_id, old, head, score)
+    if (item.frames, item.tags, item.importance) != (old.frames, old.tags, old.importance):
+        before, head = head, head._replace(frames=item.frames, tags=item.tags, importance=item.importance)
+        payload = {"id": raw_id, "importance": item.importance, "tags": list(item.tags), "frames": frames_record(item.frames)}
+        journal, score = _stage(e, puts, journal, now, "update_head", payload, raw_id, before, head, score)
+    return journal, str(URI(head.type, raw_id, head.version))
+
+
+def _stage(e: Engine, puts: dict[bytes, bytes | None], journal: JournalHead, now: int, kind: str, payload: dict[str, Any],
+           raw_id: bytes, old: Head, head: Head, score: Score) -> tuple[JournalHead, Score]:
+    """`Engine.commit`'s work for one memory, added to a batch still being built."""
+    _, after = salience.step(e.weights(), {raw_id: score}, kind, now, payload)
+    edge_flags = index.edge.flags_of(e.storage, raw_id)
+    before_entries = index.entries(raw_id, old, score, edge_flags)
+    after_entries = index.entries(raw_id, head, after[raw_id], edge_flags)
+    puts.update({k: None for k in before_entries.keys() - after_entries.keys()})
+    puts.update({k: v for k, v in after_entries.items() if before_entries.get(k) != v})
+    puts[head_key(raw_id)] = head.encode()
+    puts[salience_key(raw_id)] = after[raw_id].encode()
+    return append(puts, journal, kind, now, payload), after[raw_id]
 
 
 def update(e: Engine, uri: str, data: MemoryData) -> str:

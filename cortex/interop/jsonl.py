@@ -71,6 +71,7 @@ from ..engine import Engine
 from ..errors import CortexError, ImportRefused, ValidationError
 from ..ids import decode_id, encode_id
 from ..index import entries as index_entries
+from ..index import natural_key
 from ..journal import CONTENT_KINDS, ERASE_KIND, chain
 from ..model import DATA_CLASSES, MemoryType, ObjKind, Verb, field_names
 from ..records import (
@@ -542,6 +543,16 @@ def _journal_parts(obj: dict[str, Any], seq: int) -> tuple[Entry, bytes, bytes]:
     return entry, entry.encode(), root
 
 
+def _natural_key_put(obj: dict[str, Any]) -> dict[bytes, bytes]:
+    """The natural key entry a `write` journal line implies (`cortex.index.natural_key`):
+    lines come in journal order, so the memory written last with a key keeps it."""
+    payload = obj["payload"]
+    if obj["entry_kind"] != "write" or not isinstance(payload.get("key"), str):
+        return {}
+    raw_id = _from_json(payload["id"])
+    return {natural_key.key(payload["type"], payload["key"]): natural_key.value(raw_id, payload["key"])}
+
+
 def _write_all(e: Engine, spool: IO[bytes], marker: bytes, fmt: int) -> None:
     """The second pass, over the spooled copy the first pass checked: write every
     line's keys in bounded batches, the journal head, the journal format (and the
@@ -574,6 +585,7 @@ def _write_all(e: Engine, spool: IO[bytes], marker: bytes, fmt: int) -> None:
             _, entry_bytes, stored_root = _journal_parts(obj, seq)
             root = chain(root, entry_bytes)
             batch[journal_key(seq)] = journal_value(stored_root, entry_bytes)
+            batch.update(_natural_key_put(obj))
             high = max(high, obj["at"])
         if len(batch) >= BATCH_KEYS:
             flush()

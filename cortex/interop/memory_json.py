@@ -6,10 +6,12 @@
      "tags": ["pricing"], "importance": 5}
 
 `type` and `data` are required; `frames`, `tags`, `importance`, `confidence`,
-`source` and `expires_at` are optional, with the defaults of `Cortex.write()`, and
-so is the provenance (`cortex.provenance`): `occurred_at` (ISO 8601), `session`,
-`sequence`, `origin` (`{"event_id", "message_id", "tenant", "agent"}`, each
-optional) and `attributes` (an object).
+`source`, `expires_at`, `key` (a natural key: writing the same type and key again
+updates that memory) and `supersedes` (URIs of the memories this one replaces) are
+optional, with the defaults of `Cortex.write()`, and so is the provenance
+(`cortex.provenance`): `occurred_at` (ISO 8601), `session`, `sequence`, `origin`
+(`{"event_id", "message_id", "tenant", "agent"}`, each optional) and `attributes`
+(an object).
 `memory_from_json()` turns such an object into a `Write` and
 `memory_to_json()` turns a stored `Memory` back into one, so that
 `memory_from_json(memory_to_json(m))` writes the same memory again.
@@ -43,7 +45,7 @@ __all__ = ["memory_from_json", "memory_to_json", "TYPE_NAMES", "data_fields"]
 TYPE_NAMES: tuple[str, ...] = tuple(member.type_name for member in MemoryType)
 """The memory type names a JSON memory's `type` may take, in type-code order."""
 
-_TOP_LEVEL = ("type", "data", "frames", "tags", "importance", "confidence", "source", "expires_at",
+_TOP_LEVEL = ("type", "data", "frames", "tags", "importance", "confidence", "source", "expires_at", "key", "supersedes",
               "occurred_at", "session", "sequence", "origin", "attributes")
 _FRAME_KEYS = ("verb", "kind", "ref")
 
@@ -102,6 +104,9 @@ def memory_from_json(obj: object) -> Write:
     tags = obj.get("tags", [])
     if not isinstance(tags, list):
         raise ValidationError("tags", f"must be a list of strings, not {_json_type(tags)}", tags)
+    supersedes = obj.get("supersedes", [])
+    if not isinstance(supersedes, list):
+        raise ValidationError("supersedes", f"must be a list of URIs, not {_json_type(supersedes)}", supersedes)
     return Write(
         data,
         frames=frames,
@@ -110,6 +115,8 @@ def memory_from_json(obj: object) -> Write:
         confidence=obj.get("confidence", 1.0),
         source=obj.get("source", "user_input"),
         expires_at=_time("expires_at", obj.get("expires_at")),
+        supersedes=tuple(supersedes),
+        key=obj.get("key"),
         occurred_at=_time("occurred_at", obj.get("occurred_at")),
         session=obj.get("session"),
         sequence=obj.get("sequence"),

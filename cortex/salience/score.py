@@ -54,7 +54,9 @@ LEARNING_RATE = 0.05
 # The two attest reasons that take a citation away (exported as cortex.FACTUAL_ERROR
 # and cortex.WRONG_ASSUMPTION); any other reason is kept as free text.
 FACTUAL_ERROR = "factual_error"
+"""An `attest(..., "failure", reason=FACTUAL_ERROR)` takes a citation away: the memory was wrong."""
 WRONG_ASSUMPTION = "wrong_assumption"
+"""An `attest(..., "failure", reason=WRONG_ASSUMPTION)` takes a citation away: relying on the memory was wrong."""
 CITATION_LOSING_REASONS = (FACTUAL_ERROR, WRONG_ASSUMPTION)
 
 
