@@ -96,6 +96,8 @@ from ..provenance import MAX_ORIGIN_BYTES, MAX_SEQUENCE, Origin, canonical_attri
 from ..writes import Write
 from . import InteropStore
 from .canonical import canonical_json, cut_utf8, sha256_hex
+from .hmx_order import SessionOrder
+from .schema_check import check_event
 
 __all__ = ["ingest", "EVENT_TYPES", "MalformedEvent", "UnsupportedHMXVersion", "BATCH_SIZE", "event_tag"]
 
@@ -133,9 +135,13 @@ def ingest(store: InteropStore, events: Iterable[Mapping[str, Any]] | str | os.P
     memories; return one URI per event (see the module docstring)."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValidationError("batch_size", "must be a positive integer", batch_size)
+    order = SessionOrder(store)
     with tempfile.TemporaryFile() as spool:
         for line, event in _source(events):
-            pickle.dump(_convert(line, event), spool)  # raises before anything is written
+            converted = _convert(line, event)  # each check raises before anything is written
+            check_event(line, event)
+            order.check(line, event["session_id"], event["sequence"], event["event_id"])
+            pickle.dump(converted, spool)
         spool.seek(0)
         uris: list[str] = []
         seen = _Seen(store)

@@ -1,8 +1,9 @@
-"""tests/interop/test_interop_seeds_pack.py again, on PostgreSQL (the mapping: tests/backends.py)."""
+"""tests/interop/test_interop_seeds_*.py again, on PostgreSQL (the mapping: tests/backends.py)."""
 
 import pytest
 
-from test_interop_seeds_pack import *  # noqa: F403 - the suite's tests and fixtures, collected again here
+from test_interop_seeds_events import *  # noqa: F403 - the suites' tests and fixtures, collected again here
+from test_interop_seeds_pack import *  # noqa: F403
 
 pytest_plugins = ["pgfixture", "backends"]  # no-ops once tests/conftest.py lists them
 
