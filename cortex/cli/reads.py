@@ -110,17 +110,20 @@ def context(store: str, verb: str | None, objects: tuple[str, ...], budget: int,
     return 0
 
 
-@cli.command(short_help="One memory, by URI or id.", epilog=_epilog("cortex resolve ./store cortex://Fact/01J...#1", "cortex resolve ./store 01J... --form short --json"))
+@cli.command(short_help="One memory, by URI, id or natural key.", epilog=_epilog(
+    "cortex resolve ./store cortex://Fact/01J...#1", "cortex resolve ./store 01J... --form short --json",
+    "cortex resolve ./store key:Identity/self"))
 @_store_argument
-@click.argument("ref", metavar="URI|ID")
+@click.argument("ref", metavar="URI|ID|key:TYPE/KEY")
 @click.option("--form", type=click.Choice(FORMS), default="full", show_default=True, help="How to render the memory.")
 @_actor_option
 @_json_option
 def resolve(store: str, ref: str, form: str, actor: str | None, as_json: bool) -> int:
     """Print one memory: the version a URI names (old versions and tombstoned
-    memories too), or the current version of an id."""
+    memories too), or the current version of an id or of a natural key
+    (key:TYPE/KEY, as written with "key" in the memory JSON)."""
     with _open(store, actor) as c:
-        memory = c.resolve(ref) if ref.startswith("cortex://") else c.resolve_latest(ref)
+        memory = c.resolve(ref) if ref.startswith(("cortex://", "key:")) else c.resolve_latest(ref)
         text = memory.form(form)
     if as_json:
         _echo_json(memory.to_dict())
