@@ -83,6 +83,11 @@ T = TypeVar("T")
 
 # Catch-ups a follower tries before giving up on a torn view.
 VIEW_RETRIES = 5
+# What `Engine` reads when it opens a store: keys never changed once the store
+# exists, and the writer's state (with the last head key, for new ids). A backend
+# may fetch them with its open (`cortex.storage.postgres`: in the lease's statement).
+OPEN_CONSTANTS = (META_ACTOR, META_SCHEMA, META_TOKENIZER, META_JOURNAL_FORMAT)
+OPEN_STATE = (META_JOURNAL, META_CLOCK_HIGH, META_CACHE_EPOCH)
 
 
 def system_clock() -> datetime:
@@ -172,7 +177,8 @@ def open_storage(options: Options) -> Storage:
             from .storage.postgres import open_postgres
         except ModuleNotFoundError as exc:
             raise MissingExtra("a PostgreSQL store", exc.name or "psycopg", "postgres") from None
-        return open_postgres(options.location, actor=options.actor, read_only=read_only, sync=options.sync)
+        return open_postgres(options.location, actor=options.actor, read_only=read_only, sync=options.sync,
+                             constants=OPEN_CONSTANTS, preload=OPEN_STATE, preload_last=HEAD_PREFIX)
     from .storage.rocksdb import open_rocksdb
 
     return open_rocksdb(options.location, read_only=read_only, cache_mb=options.cache_mb, sync=options.sync)
@@ -234,13 +240,17 @@ class Engine:
         self._pool: FormsPool | None = None
         self._check_or_init_meta()
         self.tokenizer = Tokenizer(self._meta_text(META_TOKENIZER) or DEFAULT_ENCODING)
-        last_head = storage.last_key(HEAD_PREFIX)
+        # A reader whose reads see the latest commit (PostgreSQL) reads the view's
+        # state in each view (`view_state()`): nothing more to read now, so opening
+        # it costs no round trip once the process knows the store.
+        stateless = self.mode == "r" and storage.live_reads
+        last_head = None if stateless else storage.last_key(HEAD_PREFIX)
         self.ids = IdGenerator(options.entropy, last_head[len(HEAD_PREFIX):] if last_head else None)
-        self.journal = JournalHead.decode(storage.get(META_JOURNAL), self._journal_format())
-        self.clock_high = decode_clock_high(storage.get(META_CLOCK_HIGH)) or 0
+        self.journal = JournalHead.decode(None if stateless else storage.get(META_JOURNAL), self._journal_format())
+        self.clock_high = (None if stateless else decode_clock_high(storage.get(META_CLOCK_HIGH))) or 0
         # Moved by every batch that is not only new memories (`write()`); followers
         # keep their caches across a catch-up that leaves it where it was.
-        self.cache_epoch = decode_cache_epoch(storage.get(META_CACHE_EPOCH))
+        self.cache_epoch = None if stateless else decode_cache_epoch(storage.get(META_CACHE_EPOCH))
         # Followers: False when the last catch-up gave up on a writer that kept
         # flushing, so the view (and what the caches took from it) may be torn.
         self._view_whole = True
@@ -249,7 +259,7 @@ class Engine:
         # Followers: the latest time any write of the current view was made at. A
         # view holding a memory created later is torn (see cortex.context).
         self.journal_at: int | None = None
-        if self.mode == "r":
+        if self.mode == "r" and not stateless:
             self._load_view()
 
     @classmethod
@@ -389,7 +399,10 @@ class Engine:
     def _load_view(self) -> None:
         """Read the journal head of a (new) follower view, its cache epoch and the
         latest write time (None, and no torn-view check on it, for a store written
-        before it was kept)."""
+        before it was kept). Where reads see the latest commit, `view_state()` reads
+        the head in each view instead, and nothing is kept."""
+        if self.storage.live_reads:
+            return
         self.journal = JournalHead.decode(self.storage.get(META_JOURNAL), self._journal_format())
         self.cache_epoch = decode_cache_epoch(self.storage.get(META_CACHE_EPOCH))
         high = decode_clock_high(self.storage.get(META_CLOCK_HIGH))

@@ -4,6 +4,11 @@ Keys and values are the bytes `cortex.records` defines, exactly as on RocksDB; t
 module only decides where they live and how a writer owns them. It needs psycopg 3 and
 psycopg_pool (`pip install 'cortex-memory-engine[postgres]'`).
 
+Connections: every handle of a process on one DSN shares one pool (`cortex.storage.pgpool`),
+so opening a handle connects nothing once the process has connected; a reader of an
+actor the process knows sends nothing at open, a writer one statement (the lease's,
+which also reads what the engine reads at open). See docs/postgresql.md.
+
 Tables (created by the first writer to open the database; a reader never creates them):
 
     cortex_kv     (actor text, key bytea, value bytea, PRIMARY KEY (actor, key))
@@ -25,7 +30,9 @@ Behaviour:
   and nothing of the batch is committed. The row lock that UPDATE takes also orders
   every write of an actor behind any other still in flight.
 * One writer per actor: `open_postgres` takes the lease (a new row, or an expired one,
-  whose token then goes up by one) or raises `StoreLocked` naming the holder. A daemon
+  whose token then goes up by one) or raises `StoreLocked` naming the holder. The
+  statement that takes it also reads the keys the engine reads at open: they cannot
+  change until this writer writes, since nobody else may while it holds the lease. A daemon
   thread renews it while the storage is open; `close()` expires it at once. No advisory
   locks (CockroachDB has none): the lease is a plain row.
 * `view()` is one read-only REPEATABLE READ transaction on one connection, used by every
@@ -64,13 +71,13 @@ YugabyteDB; `%s` are parameters, `[...]` parts are present or not):
 
 | statement | used for |
 |---|---|
-| `SELECT version FROM cortex_schema WHERE name = 'kv'` | open: is the schema there, which version |
+| `SELECT version FROM cortex_schema WHERE name = 'kv'` | a writer's first open in the process: is the schema there |
 | `CREATE TABLE IF NOT EXISTS cortex_kv (actor text NOT NULL, key bytea NOT NULL, value bytea NOT NULL, PRIMARY KEY (actor, key))` | writer's first open |
 | `CREATE TABLE IF NOT EXISTS cortex_lease (actor text PRIMARY KEY, holder text NOT NULL, expires_at timestamptz NOT NULL, token bigint NOT NULL)` | writer's first open |
 | `CREATE TABLE IF NOT EXISTS cortex_schema (name text PRIMARY KEY, version bigint NOT NULL)` | writer's first open |
 | `INSERT INTO cortex_schema (name, version) VALUES ('kv', 1) ON CONFLICT (name) DO NOTHING` | writer's first open |
-| `SELECT 1 FROM cortex_kv WHERE actor = %s LIMIT 1` | reader's open: does the actor's store exist |
-| `INSERT INTO cortex_lease (actor, holder, expires_at, token) VALUES (%s, %s, now() + %s, 1) ON CONFLICT (actor) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at, token = cortex_lease.token + 1 WHERE cortex_lease.expires_at <= now() RETURNING token` | take the lease |
+| `SELECT s.version, k.part, k.key, k.value FROM cortex_schema AS s LEFT JOIN (SELECT 0 AS part, key, value FROM cortex_kv WHERE actor = %s AND key = ANY(%s) UNION ALL (SELECT 1, key, value FROM cortex_kv WHERE actor = %s ORDER BY key LIMIT 1)) AS k ON true WHERE s.name = 'kv'` | a reader's open of an actor this process does not know: schema version, the store's constant keys, does it exist |
+| `WITH lease AS (INSERT INTO cortex_lease (actor, holder, expires_at, token) VALUES (%s, %s, now() + %s, 1) ON CONFLICT (actor) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at, token = cortex_lease.token + 1 WHERE cortex_lease.expires_at <= now() RETURNING token) SELECT s.version, (SELECT token FROM lease), k.part, k.key, k.value FROM cortex_schema AS s LEFT JOIN (SELECT 0 AS part, key, value FROM cortex_kv WHERE actor = %s AND key = ANY(%s) UNION ALL (SELECT 1, key, value FROM cortex_kv WHERE actor = %s AND key >= %s AND key < %s ORDER BY key DESC LIMIT 1)) AS k ON true WHERE s.name = 'kv'` | a writer's open: take the lease and read the engine's opening state, in one statement |
 | `SELECT holder, expires_at, token FROM cortex_lease WHERE actor = %s` | name the holder in `StoreLocked` |
 | `UPDATE cortex_lease SET expires_at = now() + %s WHERE actor = %s AND holder = %s AND token = %s` | renew; first statement of every write |
 | `UPDATE cortex_lease SET expires_at = now() WHERE actor = %s AND holder = %s AND token = %s` | `close()` releases the lease |
@@ -101,15 +108,14 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.rows import TupleRow
+from psycopg.conninfo import make_conninfo
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import CorruptRecord, NotFound, ReadOnlyStore, StoreError, StoreLocked, ValidationError
 from ..records import META_JOURNAL, prefix_end
-from . import Batch
+from . import Batch, pgpool
+from .pgpool import Conn
 
-Conn = psycopg.Connection[TupleRow]
 T = TypeVar("T")
 
 SCHEMA_VERSION = 1
@@ -117,8 +123,6 @@ LEASE_SECONDS = 10.0  # how long a lease lasts without renewal
 RENEW_SECONDS = 3.0  # how often the open writer renews it
 LEASE_ENV = "CORTEX_PG_LEASE_SECONDS"  # environment variables that override the two above
 RENEW_ENV = "CORTEX_PG_RENEW_SECONDS"
-POOL_SIZE = 4  # connections at most in the pool (one per reading thread at a time)
-CONNECT_TIMEOUT = 10  # seconds to connect (unless the DSN says) or to wait for a pooled connection
 _RELEASE_TIMEOUT = 2.0  # seconds close() waits for a connection to release the lease
 _PAGE = 1000  # rows per page of an item scan, and per INSERT statement of a batch
 _FIRST_BACKWARD_PAGE = 16  # rows of a backward scan's first page (see scan_items_backward)
@@ -132,19 +136,34 @@ _DDL = (
     "CREATE TABLE IF NOT EXISTS cortex_schema (name text PRIMARY KEY, version bigint NOT NULL)",
     f"INSERT INTO cortex_schema (name, version) VALUES ('kv', {SCHEMA_VERSION}) ON CONFLICT (name) DO NOTHING",
 )
-_SCHEMA_VERSION = "SELECT version FROM cortex_schema WHERE name = 'kv'"
-_ACTOR_EXISTS = "SELECT 1 FROM cortex_kv WHERE actor = %s LIMIT 1"
-
+# A reader's open: the schema version, the constant keys asked for, and the actor's
+# first key (is there a store), in one statement.
+_OPEN_READER = (
+    "SELECT s.version, k.part, k.key, k.value FROM cortex_schema AS s LEFT JOIN ("
+    "SELECT 0 AS part, key, value FROM cortex_kv WHERE actor = %s AND key = ANY(%s) "
+    "UNION ALL (SELECT 1, key, value FROM cortex_kv WHERE actor = %s ORDER BY key LIMIT 1)"
+    ") AS k ON true WHERE s.name = 'kv'"
+)
 _TAKE_LEASE = (
     "INSERT INTO cortex_lease (actor, holder, expires_at, token) VALUES (%s, %s, now() + %s, 1) "
     "ON CONFLICT (actor) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at, "
     "token = cortex_lease.token + 1 WHERE cortex_lease.expires_at <= now() RETURNING token"
 )
+# A writer's open: takes the lease and reads, in the same statement, the schema
+# version, the keys asked for and the last key under a prefix.
+_OPEN_WRITER = (
+    f"WITH lease AS ({_TAKE_LEASE}) "
+    "SELECT s.version, (SELECT token FROM lease), k.part, k.key, k.value FROM cortex_schema AS s LEFT JOIN ("
+    "SELECT 0 AS part, key, value FROM cortex_kv WHERE actor = %s AND key = ANY(%s) "
+    "UNION ALL (SELECT 1, key, value FROM cortex_kv WHERE actor = %s AND key >= %s AND key < %s "
+    "ORDER BY key DESC LIMIT 1)"
+    ") AS k ON true WHERE s.name = 'kv'"
+)
+_SCHEMA_VERSION = "SELECT version FROM cortex_schema WHERE name = 'kv'"
 _LEASE_HOLDER = "SELECT holder, expires_at, token FROM cortex_lease WHERE actor = %s"
 _RENEW_LEASE = "UPDATE cortex_lease SET expires_at = now() + %s WHERE actor = %s AND holder = %s AND token = %s"
 _RELEASE_LEASE = "UPDATE cortex_lease SET expires_at = now() WHERE actor = %s AND holder = %s AND token = %s"
 _LOCK_LEASE = "SELECT holder, token FROM cortex_lease WHERE actor = %s FOR UPDATE"
-
 _BEGIN_VIEW = "BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 _DELETE = "DELETE FROM cortex_kv WHERE actor = %s AND key = ANY(%s)"
 _GET = "SELECT value FROM cortex_kv WHERE actor = %s AND key = %s"
@@ -171,13 +190,22 @@ def _range_sql(columns: str, lower: str, upper: str | None, order: str, limit: i
 
 def open_postgres(dsn: str, *, actor: str, read_only: bool, sync: bool,
                   lease_seconds: float | None = None, renew_seconds: float | None = None,
-                  pool_size: int = POOL_SIZE) -> PostgresStorage:
+                  constants: Sequence[bytes] = (), preload: Sequence[bytes] = (),
+                  preload_last: bytes | None = None) -> PostgresStorage:
     """Open `actor`'s store in the database at `dsn`, as its writer or as a reader.
 
-    A writer creates the tables when the database has none and takes the actor's
-    lease (`StoreLocked` when another writer holds it). A reader writes nothing, and
-    needs the actor's store to exist (`NotFound`). Lease times not given come from
+    A writer creates the tables when the database has none (the first in this
+    process to open the database checks) and takes the actor's lease
+    (`StoreLocked` when another writer holds it). A reader writes nothing, and needs
+    the actor's store to exist (`NotFound`). Lease times not given come from
     `CORTEX_PG_LEASE_SECONDS` / `CORTEX_PG_RENEW_SECONDS`, else the defaults.
+
+    What the caller will read first can ride on the open's statement: `constants`,
+    keys that never change once the store exists (kept for the process's later opens
+    of the actor, so that opening a known actor's store as a reader sends nothing),
+    and for a writer `preload` (keys) and `preload_last` (the last key under that
+    prefix), served from what the open read until its first write: nobody else
+    writes while it holds the lease.
     """
     if not isinstance(actor, str) or not actor:
         raise ValidationError("actor", "must be a non-empty string", actor)
@@ -191,7 +219,8 @@ def open_postgres(dsn: str, *, actor: str, read_only: bool, sync: bool,
                               renew_seconds)
     del sync  # durability is the server's setting (see the module docstring)
     return PostgresStorage(dsn, actor=actor, read_only=read_only, lease_seconds=lease_seconds,
-                           renew_seconds=renew_seconds, pool_size=pool_size)
+                           renew_seconds=renew_seconds, constants=tuple(constants), preload=tuple(preload),
+                           preload_last=preload_last)
 
 
 def _seconds_from_env(name: str, default: float) -> float:
@@ -212,11 +241,13 @@ class PostgresStorage:
     """One actor's store in a PostgreSQL database: its writer, or a reader of it."""
 
     def __init__(self, dsn: str, *, actor: str, read_only: bool, lease_seconds: float,
-                 renew_seconds: float, pool_size: int) -> None:
+                 renew_seconds: float, constants: tuple[bytes, ...] = (), preload: tuple[bytes, ...] = (),
+                 preload_last: bytes | None = None) -> None:
         self.location = _without_password(dsn)
         self.read_only = read_only
         self.live_reads = True  # every read sees the latest commit (no catch-up)
         self.actor = actor
+        self._dsn = dsn
         self._lease = timedelta(seconds=lease_seconds)
         self._holder = f"{socket.gethostname()}/pid {os.getpid()}/{secrets.token_hex(4)}"
         self._token = 0
@@ -224,27 +255,95 @@ class PostgresStorage:
         self._stop = threading.Event()
         self._renewer: threading.Thread | None = None
         self._closed = False
-        kwargs: dict[str, Any] = {"autocommit": True}
-        if "connect_timeout" not in _conninfo(dsn):
-            kwargs["connect_timeout"] = CONNECT_TIMEOUT
+        self._constant_keys = frozenset(constants)
+        self._constants: dict[bytes, bytes | None] = {}  # (None: absent)
+        # (writer) what the open read besides: key -> value (None: absent), and the
+        # last key under `preload_last`; dropped at the first write.
+        self._preloaded: dict[bytes, bytes | None] | None = None
+        self._preload_last = preload_last
+        self._last: bytes | None = None
         try:
-            with psycopg.connect(dsn, **kwargs) as conn:
-                if read_only:
-                    self._check_store(conn)
-                else:
-                    self._create_schema(conn)
-                    self._token = self._take_lease(conn)
+            self._db, first = pgpool.acquire(dsn)
         except psycopg.Error as exc:
             raise StoreError(f"cannot open {self.location} for actor {actor!r}: {_cause(exc)}") from None
-        self._pool: ConnectionPool[Conn] = ConnectionPool(
-            dsn, kwargs=kwargs, min_size=1, max_size=pool_size, open=True, name=f"cortex-{actor}",
-            timeout=CONNECT_TIMEOUT)
+        self._pool: ConnectionPool[Conn] = self._db.pool
+        try:
+            if read_only:
+                self._open_reader(first)
+            else:
+                self._open_writer(first, preload)
+        except psycopg.Error as exc:
+            pgpool.release(dsn, self._db)
+            raise StoreError(f"cannot open {self.location} for actor {actor!r}: {_cause(exc)}") from None
+        except BaseException:
+            pgpool.release(dsn, self._db)
+            raise
+        finally:
+            if first is not None:
+                first.close()
         if not read_only:
             self._renewer = threading.Thread(target=self._renew_loop, args=(renew_seconds,),
                                              name=f"cortex-lease-{actor}", daemon=True)
             self._renewer.start()
 
     # -- opening --------------------------------------------------------------------
+
+    def _open_reader(self, first: Conn | None) -> None:
+        """Check the store exists, with one statement, unless this process knows it."""
+        with self._db.lock:
+            known = self._db.known.get(self.actor)
+        if known is not None and self._constant_keys <= known.keys():
+            self._constants = known
+            return
+        keys = sorted(self._constant_keys)
+
+        def run(conn: Conn) -> list[tuple[Any, ...]]:
+            try:
+                return conn.execute(_OPEN_READER, (self.actor, keys, self.actor), binary=True).fetchall()
+            except psycopg.errors.UndefinedTable:
+                raise NotFound(f"no cortex store in {self.location} (no cortex tables)") from None
+        rows = run(first) if first is not None else self._read("open", run)
+        self._check_version(rows[0][0] if rows else None)
+        if all(row[2] is None for row in rows):
+            raise NotFound(f"no cortex store for actor {self.actor!r} in {self.location}")
+        found = {bytes(key): bytes(value) for _, part, key, value in rows if part == 0}
+        self._constants = {key: found.get(key) for key in keys}
+        self._remember_constants()
+
+    def _open_writer(self, first: Conn | None, preload: tuple[bytes, ...]) -> None:
+        """Take the lease, reading what the engine reads first in the same statement;
+        create the tables first when the database has none."""
+        keys = sorted(self._constant_keys | set(preload))
+        last = self._preload_last or b"\x00"
+        end = _end(last)
+        if end is None:
+            raise ValueError(f"preload_last must be a prefix with an end, not {last!r}")
+        params = (self.actor, self._holder, self._lease, self.actor, keys, self.actor, last, end)
+        conn = first if first is not None else self._pool.getconn()
+        try:
+            if not self._db.schema_checked:
+                self._create_schema(conn)
+                self._db.schema_checked = True
+            rows = conn.execute(_OPEN_WRITER, params, binary=True).fetchall()
+        finally:
+            if first is None:
+                self._pool.putconn(conn)
+        self._check_version(rows[0][0] if rows else None)
+        token = rows[0][1]
+        if token is None:
+            raise self._locked()
+        self._token = int(token)
+        found = {bytes(key): bytes(value) for _, _, part, key, value in rows if part == 0}
+        self._constants = {key: found.get(key) for key in self._constant_keys}
+        if any(value is not None for value in self._constants.values()):  # the store exists: keep them
+            self._remember_constants()
+        self._preloaded = {key: found.get(key) for key in preload}
+        lasts = [bytes(key) for _, _, part, key, _ in rows if part == 1]
+        self._last = lasts[0] if lasts else None
+
+    def _remember_constants(self) -> None:
+        with self._db.lock:
+            self._db.known[self.actor] = self._constants
 
     def _schema_version(self, conn: Conn) -> int | None:
         """The schema version row, or None when the tables do not exist."""
@@ -269,28 +368,18 @@ class PostgresStorage:
             version = self._schema_version(conn)
         self._check_version(version)
 
-    def _check_store(self, conn: Conn) -> None:
-        version = self._schema_version(conn)
-        if version is None:
-            raise NotFound(f"no cortex store in {self.location} (no cortex tables)")
-        self._check_version(version)
-        if conn.execute(_ACTOR_EXISTS, (self.actor,)).fetchone() is None:
-            raise NotFound(f"no cortex store for actor {self.actor!r} in {self.location}")
-
     def _check_version(self, version: int | None) -> None:
         if version != SCHEMA_VERSION:
             raise StoreError(f"{self.location} holds cortex tables of schema version {version}; "
                              f"this cortex reads version {SCHEMA_VERSION}")
 
-    def _take_lease(self, conn: Conn) -> int:
-        row = conn.execute(_TAKE_LEASE, (self.actor, self._holder, self._lease)).fetchone()
-        if row is not None:
-            return int(row[0])
-        held = conn.execute(_LEASE_HOLDER, (self.actor,)).fetchone()
+    def _locked(self) -> StoreLocked:
+        with self._pool.connection() as conn:
+            held = conn.execute(_LEASE_HOLDER, (self.actor,)).fetchone()
         holder, until = (held[0], held[1]) if held else ("another writer", None)
         shown = f" (its lease runs until {until:%Y-%m-%d %H:%M:%S %Z})" if until is not None else ""
-        raise StoreLocked(f"actor {self.actor!r} in {self.location} is open for writing by {holder}{shown}; "
-                          'open it with mode="r" to read beside the writer')
+        return StoreLocked(f"actor {self.actor!r} in {self.location} is open for writing by {holder}{shown}; "
+                           'open it with mode="r" to read beside the writer')
 
     # -- the lease ------------------------------------------------------------------
 
@@ -326,7 +415,8 @@ class PostgresStorage:
                     conn.execute(_RELEASE_LEASE, (self.actor, self._holder, self._token))
             except psycopg.Error:
                 pass  # the lease then lapses by itself
-        self._pool.close()
+        self._preloaded = None
+        pgpool.release(self._dsn, self._db)  # the pool stays for the next handle
 
     # -- reads ----------------------------------------------------------------------
 
@@ -353,6 +443,12 @@ class PostgresStorage:
             raise _failed(what, exc, f"after a retry on a fresh connection (first: {_cause(first)})") from None
 
     def get(self, key: bytes) -> bytes | None:
+        if key in self._constants:
+            return self._constants[key]
+        preloaded = self._preloaded
+        if preloaded is not None and key in preloaded:
+            return preloaded[key]
+
         def run(conn: Conn) -> bytes | None:
             row = conn.execute(_GET, (self.actor, key), binary=True).fetchone()
             return bytes(row[0]) if row else None
@@ -375,9 +471,11 @@ class PostgresStorage:
             return
         upserts = [(key, value) for key, value in puts.items() if value is not None]
         deletes = [key for key, value in puts.items() if value is None]
+        self._preloaded = None  # from now on the store is what this writer writes
         for attempt in range(_TXN_ATTEMPTS):
             try:
                 self._write_once(upserts, deletes, puts.get(META_JOURNAL))
+                self._wrote_constants(puts)
                 return
             except _NotCommitted as failed:
                 if attempt == _TXN_ATTEMPTS - 1:
@@ -386,6 +484,13 @@ class PostgresStorage:
                 if failed.connection_lost:
                     self._pool.check()  # drop the connections that died with this one
                 time.sleep(0.01 * (attempt + 1))
+
+    def _wrote_constants(self, puts: Batch) -> None:
+        """Keep the constant keys a committed batch wrote (the store's creation)."""
+        written = {key: value for key, value in puts.items() if key in self._constant_keys and value is not None}
+        if written:
+            self._constants = {**self._constants, **written}
+            self._remember_constants()
 
     def _write_once(self, upserts: list[tuple[bytes, bytes]], deletes: list[bytes], journal: bytes | None) -> None:
         """One try of a batch as one transaction; returns when it committed.
@@ -499,6 +604,8 @@ class PostgresStorage:
             size = min(size * 8, _PAGE)
 
     def last_key(self, prefix: bytes) -> bytes | None:
+        if self._preloaded is not None and prefix == self._preload_last:
+            return self._last
         end = _end(prefix)
         sql = _range_sql("key", ">=", None if end is None else "<", "DESC", 1)
         params = (self.actor, prefix) if end is None else (self.actor, prefix, end)
@@ -658,17 +765,10 @@ def _live_connection(pool: ConnectionPool[Conn]) -> Conn:
     return pool.getconn()
 
 
-def _conninfo(dsn: str) -> dict[str, Any]:
-    try:
-        return conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError as exc:
-        raise StoreError(f"not a valid PostgreSQL connection string: {_cause(exc)}") from None
-
-
 def _without_password(dsn: str) -> str:
     """The DSN as given, less any password (for `location` and messages)."""
     if "://" not in dsn:
-        params = _conninfo(dsn)
+        params = pgpool.conninfo(dsn)
         params.pop("password", None)
         return make_conninfo(**params)
     parts = urlsplit(dsn)
