@@ -13,6 +13,7 @@ from .context import Bundle, ContextOpts
 from .model import Edge
 from .facade import Cortex, migrate, open, store_actor
 from .writes import Write
+from .recall import Recalled
 from .errors import *  # noqa: F403 - every error class is public
 from .errors import __all__ as _errors
 from .memory import Memory
@@ -56,6 +57,7 @@ __all__ = [
     "Pattern",
     "Frame",
     "Write",
+    "Recalled",
     "ContextOpts",
     "Bundle",
     "Memory",

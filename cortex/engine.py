@@ -72,6 +72,7 @@ from .records import (
 from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
 from .scope import ScopeState
+from .index import lexical
 from .index.hot import HotFrames, JoinedCalls
 from .index.newest import NewestEvents
 from .index.packs import FramePacks
@@ -261,6 +262,22 @@ class Engine:
         self.journal_at: int | None = None
         if self.mode == "r" and not stateless:
             self._load_view()
+        elif self.storage.get(lexical.META_LEXICAL) != lexical.SETTINGS.encode():
+            self.build_lexical()
+
+    def build_lexical(self) -> None:
+        """Build the lexical index from the stored heads (`cortex.index.lexical`), in
+        bounded batches: on a writer's open of a store made before the index existed
+        or by another analyzer, and after an import. Heads that do not decode are
+        left out (`verify()` names them)."""
+        def heads() -> Iterator[tuple[bytes, Head]]:
+            for key, raw in self.storage.scan_items(HEAD_PREFIX):
+                try:
+                    yield key[len(HEAD_PREFIX):], Head.decode(key, raw)
+                except CorruptRecord:
+                    continue
+        for batch in lexical.build(self.storage, heads()):
+            self.write(batch, keeps_caches=True)  # lexical keys only: no cache mirrors them
 
     @classmethod
     def open(cls, options: Options) -> Engine:
@@ -282,7 +299,8 @@ class Engine:
                 raise NotFound(f"{self.location!r} is not a cortex store")
             self.storage.write({META_ACTOR: self.actor.encode(), META_TOKENIZER: DEFAULT_ENCODING.encode(),
                                 META_SCHEMA: str(SCHEMA_VERSION).encode(), META_CACHE_EPOCH: encode_cache_epoch(0),
-                                META_JOURNAL_FORMAT: str(NEW_JOURNAL_FORMAT).encode()})
+                                META_JOURNAL_FORMAT: str(NEW_JOURNAL_FORMAT).encode(),
+                                lexical.META_LEXICAL: lexical.SETTINGS.encode()})
         elif stored != self.actor:
             raise ActorMismatch(f"store {self.location!r} belongs to actor {stored!r}, not {self.actor!r}")
         else:
@@ -522,7 +540,9 @@ class Engine:
         old_scores = {raw_id: self.score_record(raw_id) for raw_id in heads}
         weights, scores = salience.step(self.weights(), dict(old_scores), kind, now, payload)
         puts: dict[bytes, bytes | None] = {}
+        words = lexical.Changes()
         for raw_id, (old, head) in heads.items():
+            words.change(puts, raw_id, old, head)
             # Edge flags come from the edges and the other end's state, never from
             # a change to the memory itself (`extra` carries the others' changes).
             edge_flags = index.edge.flags_of(self.storage, raw_id)
@@ -533,6 +553,7 @@ class Engine:
             if head is not old:
                 puts[head_key(raw_id)] = head.encode()
             puts[salience_key(raw_id)] = scores[raw_id].encode()
+        words.finish(self.storage, puts)
         if kind == "attest":
             puts[META_WEIGHTS] = weights.encode()
         if extra:

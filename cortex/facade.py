@@ -14,6 +14,7 @@ from typing import Any
 from . import context as _context
 from . import edges as _edges
 from . import query as _query
+from . import recall as _recall
 from . import reads as _reads
 from . import upkeep as _upkeep
 from . import writes as _writes
@@ -211,8 +212,18 @@ class Cortex:
     def find(self, type: Any = None, tags: Iterable[str] = (), where: Any = None, order_by: str = "salience",
              limit: int | None = None, budget_tokens: int | None = None, form: str | None = None,
              include_tombstoned: bool = False, scope: Any = None, late_binding: bool = False,
-             include_superseded: bool = False, session: str | None = None) -> list[Memory]:
-        """A bounded query over one type, a set of tags or a trace session: see `cortex.query`."""
+             include_superseded: bool = False, session: str | None = None, near: str | None = None) -> list[Memory]:
+        """A bounded query over one type, a set of tags or a trace session: see `cortex.query`. With
+        `near="text"`, recall by content: ranked by relevance, no type or tag needed,
+        and the result is a `cortex.Recalled` list (see `cortex.recall`)."""
+        if near is not None:
+            if session is not None:
+                raise ValidationError("session", "find(near=...) does not take a session; filter with type, tags or where", session)
+            if order_by != "salience":
+                raise ValidationError("order_by", "find(near=...) ranks by relevance; leave order_by out", order_by)
+            return _recall.find_near(self._engine, near=near, type=type, tags=tags, where=where, limit=limit,
+                                     budget_tokens=budget_tokens, form=form, include_tombstoned=include_tombstoned,
+                                     scope=scope, late_binding=late_binding, include_superseded=include_superseded)
         return _query.find(self._engine, type=type, tags=tags, where=where, order_by=order_by, limit=limit,
                            budget_tokens=budget_tokens, form=form, include_tombstoned=include_tombstoned,
                            scope=scope, late_binding=late_binding, include_superseded=include_superseded,

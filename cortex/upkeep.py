@@ -24,7 +24,7 @@ from .journal import EDGE_KINDS, ERASE_KIND, SCOPE_KINDS, HeadFacts, chain, entr
 from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
 from .scope import GRANT_PREFIXES, Grants
-from .index import actor_obj, hot, packs
+from .index import actor_obj, hot, lexical, packs
 from .index.entry import Columns
 from .storage import scan_keys
 from .records import (
@@ -124,6 +124,7 @@ def expected_derived(e: Engine, scores: dict[bytes, Score], facts: dict[bytes, H
     )
     expected.update(edge_keys)
     expected.update(_natural_keys(facts))
+    words = lexical.Changes()
     for key, raw in e.storage.scan_items(HEAD_PREFIX):
         raw_id = key[len(HEAD_PREFIX):]
         try:
@@ -175,6 +176,8 @@ def expected_derived(e: Engine, scores: dict[bytes, Score], facts: dict[bytes, H
             continue
         expected[salience_key(raw_id)] = score.encode()
         expected.update(index.entries(raw_id, head, score, edge_flags.get(raw_id, 0)))
+        expected.update(words.add(raw_id, head))
+    expected.update(words.records())
     return expected
 
 def _natural_keys(facts: dict[bytes, HeadFacts]) -> dict[bytes, bytes]:
@@ -305,6 +308,8 @@ def _verify_into(e: Engine, problems: list[str]) -> None:
             problems.append("meta/clock_high: differs from the journal's latest time")
         if e.storage.get(META_IMPORT) is not None:
             problems.append("meta/import: an import did not finish; run the same import again to complete it")
+        if e.storage.get(lexical.META_LEXICAL) != lexical.SETTINGS.encode():
+            problems.append("meta/lexical: the lexical index was not built by this cortex's analyzer (rebuild() builds it)")
         if _damaged_epoch(e):
             problems.append("meta/cache_epoch: must be 8 bytes (the next write or rebuild() replaces it)")
         stored_weights = e.storage.get(META_WEIGHTS)
@@ -346,7 +351,8 @@ def rebuild(e: Engine) -> list[str]:
                     del expected[key]  # sound keys are not written again: followers keep their caches
         puts.update(expected)
         meta = {META_WEIGHTS: None if weights is None else weights.encode(),
-                META_CLOCK_HIGH: encode_clock_high(high) if head.seq else None}
+                META_CLOCK_HIGH: encode_clock_high(high) if head.seq else None,
+                lexical.META_LEXICAL: lexical.SETTINGS.encode()}
         if _damaged_epoch(e):
             meta[META_CACHE_EPOCH] = encode_cache_epoch(0)  # followers hold None for it: they keep nothing
         puts.update({key: value for key, value in meta.items() if e.storage.get(key) != value})

@@ -139,12 +139,14 @@ def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
         puts: dict[bytes, bytes | None] = {}
         journal = e.journal
         new_records = salience.NewRecords(now)
+        words = index.lexical.Changes()
         uris: list[str] = []
         raw_ids: list[bytes] = []
         for i, (item, record, form) in enumerate(zip(batch, records, itertools.chain.from_iterable(chunks))):
             if i in named:
                 raw_id, old = named[i]
                 journal, uri = upsert(e, puts, journal, now, raw_id, old, item, record, form)
+                words.staged(puts, raw_id, old)
                 uris.append(uri)
                 raw_ids.append(raw_id)
                 continue
@@ -175,8 +177,10 @@ def write_many(e: Engine, items: Iterable[Write]) -> list[str]:
             puts[version_key(raw_id, 1)] = version.encode(record)
             puts[salience_key(raw_id)] = score_bytes
             puts.update(index.entries(raw_id, head, score))
+            puts.update(words.add(raw_id, head))
             journal = append(puts, journal, "write", now, payload)
             uris.append(str(URI(data.TYPE, raw_id, 1)))
+        words.finish(e.storage, puts)
         links = [(raw_id, item.supersedes) for raw_id, item in zip(raw_ids, batch) if item.supersedes]
         if links:
             journal = edges.supersede(e, puts, journal, now, links, {r for i, r in enumerate(raw_ids) if i not in named})

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING
 
 from ..model import MemoryType, is_pinned, to_micros
 from ..salience.score import Score
-from . import actor_obj, by_tag, by_type, edge, entry, frame, natural_key, pinned, session
+from . import actor_obj, by_tag, by_type, edge, entry, frame, lexical, natural_key, pinned, session
 
 if TYPE_CHECKING:
     from ..records import Head
 
 PREFIX = b"idx/"
-DERIVED_PREFIXES = (by_type.PREFIX, by_tag.PREFIX, pinned.PREFIX, frame.PREFIX, actor_obj.PREFIX, session.PREFIX, *edge.PREFIXES, natural_key.PREFIX)
+DERIVED_PREFIXES = (by_type.PREFIX, by_tag.PREFIX, pinned.PREFIX, frame.PREFIX, actor_obj.PREFIX, session.PREFIX, *edge.PREFIXES,
+                    natural_key.PREFIX, lexical.PREFIX)
 
 
 def entries(raw_id: bytes, head: Head, score: Score, edge_flags: int = 0) -> dict[bytes, bytes]:

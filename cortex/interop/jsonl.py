@@ -72,6 +72,7 @@ from ..errors import CortexError, ImportRefused, ValidationError
 from ..ids import decode_id, encode_id
 from ..index import entries as index_entries
 from ..index import natural_key
+from ..index.lexical import META_LEXICAL
 from ..journal import CONTENT_KINDS, ERASE_KIND, chain
 from ..model import DATA_CLASSES, MemoryType, ObjKind, Verb, field_names
 from ..records import (
@@ -135,7 +136,7 @@ TRUST_KINDS = ("trust", "untrust", "revoke")
 # Keys written from the lines above, or derived on import: never a `record` line.
 # (The cache epoch belongs to the store's write history, not to its memories.)
 _COVERED_META = {META_ACTOR, META_SCHEMA, META_TOKENIZER, META_JOURNAL, META_CLOCK_HIGH, META_WEIGHTS, META_IMPORT,
-                 META_CACHE_EPOCH, META_JOURNAL_FORMAT}
+                 META_CACHE_EPOCH, META_JOURNAL_FORMAT, META_LEXICAL}
 _COVERED_PREFIXES = (INDEX_PREFIX, HEAD_PREFIX, VERSION_PREFIX, JOURNAL_PREFIX, SALIENCE_PREFIX)
 _KINDS_ORDER = ("memory", "weights", "record", "journal")
 # The keys of a version line's `provenance`, in stored record order (`cortex.provenance`).
@@ -592,6 +593,7 @@ def _write_all(e: Engine, spool: IO[bytes], marker: bytes, fmt: int) -> None:
     flush()
     for puts in derived_after_import(e):  # edges and their flags, from the journal just written
         e.write(puts)
+    e.build_lexical()
     batch[META_JOURNAL] = JournalHead(seq, root).encode()
     batch[META_JOURNAL_FORMAT] = str(fmt).encode()
     if seq:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from .. import upkeep
 from ..engine import Engine, Options, stored_actor
 from ..index import packs
+from ..index.lexical import META_LEXICAL
 from ..errors import StoreError, ValidationError
 from ..records import (
     ALL_PREFIXES,
@@ -55,7 +56,7 @@ from ..storage import is_dsn
 
 BATCH_KEYS = 5_000  # keys per write batch: one PostgreSQL transaction, or one RocksDB WriteBatch
 # What open() writes into a new store.
-_SETTINGS = frozenset({META_ACTOR, META_SCHEMA, META_TOKENIZER, META_CACHE_EPOCH, META_JOURNAL_FORMAT})
+_SETTINGS = frozenset({META_ACTOR, META_SCHEMA, META_TOKENIZER, META_CACHE_EPOCH, META_JOURNAL_FORMAT, META_LEXICAL})
 # Copied last, in the batch that ends the copy (the import marker is the copy's own):
 # every batch before it moves the destination's cache epoch (`Engine.write`). The
 # journal format is the source's (absent in a store of format 1), whatever the new
@@ -148,6 +149,10 @@ def _copy(reader: Engine, writer: Engine, progress: Progress | None) -> tuple[in
         last = {key: reader.storage.get(key) for key in (META_JOURNAL, META_CACHE_EPOCH)}
         batch.update({key: value for key, value in last.items() if value is not None})
         batch[META_JOURNAL_FORMAT] = reader.storage.get(META_JOURNAL_FORMAT)
+        # A source made before the lexical index has none to copy: the copy's open
+        # (`_check`) builds it once the store's own marker is gone.
+        if reader.storage.get(META_LEXICAL) is None:
+            batch[META_LEXICAL] = None
         batch[META_IMPORT] = None
         flush()
     return copied, JournalHead.decode(last[META_JOURNAL]).root

@@ -1,0 +1,269 @@
+"""`find(near="text", ...)`: recall by content, ranked by BM25 over the lexical index.
+
+    hits = c.find(near="which database does billing use?", limit=5)
+    for m in hits:
+        print(hits.relevance[m.id], m.uri)
+
+The query text goes through the same analyzer as the memories (`cortex.index.terms`);
+its distinct terms, in code point order, are scored against the lexical index
+(`cortex.index.lexical`) with BM25 (Lucene's form, k1 = 1.2, b = 0.75):
+
+    idf(t)      = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+    score(d, t) = idf(t) * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * dl / avgdl))
+    score(d)    = the sum of score(d, t) over the query's terms, added in term order
+
+N is the number of memories in the corpus (every memory not tombstoned), avgdl their
+mean length in terms, df(t) how many of them hold t, tf how often d holds t and dl
+d's length. Under a scope the corpus is the in-scope memories only, so no score
+depends on what the scope hides. Every posting of every query term is scored: the
+ranking is exact.
+
+Results: relevance descending, then live salience descending (as `find()` orders by
+it), then id ascending. `type=`, `tags=`, `where=` and the scope filter the results
+(not the statistics); tombstoned and expired memories are never results, superseded
+ones only with `include_superseded=True`. `limit` / `budget_tokens` trim as `find()`
+does: the longest prefix of the ranking whose tokens (in `form`) fit, at least one
+memory. The result is a `Recalled` list whose `relevance` maps each id to its score.
+
+Hostile queries are refused with `ValidationError` naming `near`: text over
+`MAX_NEAR_BYTES`, more than `MAX_NEAR_TERMS` distinct terms, or no term at all
+(empty, only stop words, only punctuation or control characters).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from .engine import Engine
+from .errors import StoreError, Unbounded, ValidationError
+from .forms import FORM_NAMES
+from .index import by_type, entry, lexical, terms
+from .memory import Memory
+from .model import DATA_CLASSES, MemoryType, check_int, check_tags, to_micros
+from .query import Predicate, _memory_type, compile_where, field_rules
+from .records import FLAG_SUPERSEDED, H_CREATED, H_EXPIRES, H_TOMBSTONE, H_TYPE, head_keys, unpack_head
+from .salience.score import live_scores
+from .scope import Evaluator, Refusal, SignedScope, capped_budget, check_signed, memory_frames, verify
+from .writes import report_violation, touch
+
+K1 = 1.2
+B = 0.75
+MAX_NEAR_BYTES = 16_384
+MAX_NEAR_TERMS = 256
+_CHUNK = 256
+
+POSTING_DTYPE = np.dtype([("id", "S16"), ("tf", ">u4"), ("dl", ">u4"), ("type", "u1")])
+DOC_DTYPE = np.dtype([("id", "S16"), ("dl", ">u4"), ("type", "u1")])
+
+
+class Recalled(list[Memory]):
+    """The memories `find(near=...)` returned, best first; `relevance[id]` is each
+    one's BM25 score (a float, higher is more relevant)."""
+
+    relevance: Mapping[str, float]
+
+    def __init__(self, memories: Iterable[Memory] = (), relevance: Mapping[str, float] | None = None) -> None:
+        super().__init__(memories)
+        self.relevance = dict(relevance or {})
+
+
+def query_terms(near: object) -> list[str]:
+    """The distinct terms of a query, in code point order (`ValidationError` naming
+    `near` for text that is not a string, too long, or holds no term)."""
+    if not isinstance(near, str):
+        raise ValidationError("near", "must be a string of words", near)
+    if len(near.encode("utf-8", errors="surrogatepass")) > MAX_NEAR_BYTES:
+        raise ValidationError("near", f"must be at most {MAX_NEAR_BYTES} UTF-8 bytes", near)
+    found = sorted(set(terms.terms([near])))
+    if not found:
+        raise ValidationError("near", "holds no word to search for (it is empty, or only stop words, punctuation or control characters)", near)
+    if len(found) > MAX_NEAR_TERMS:
+        raise ValidationError("near", f"holds {len(found)} distinct words; at most {MAX_NEAR_TERMS}", near)
+    return found
+
+
+def idf(docs: int, df: int) -> float:
+    return math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
+
+
+def find_near(e: Engine, *, near: object, type: Any, tags: Iterable[str], where: Any, limit: int | None,
+              budget_tokens: int | None, form: str | None, include_tombstoned: bool, scope: Any, late_binding: bool,
+              include_superseded: bool) -> Recalled:
+    """See the module docstring; `Cortex.find` calls it when `near` is given."""
+    e.check_open()
+    words = query_terms(near)
+    mtype = _memory_type(type)
+    tag_list = check_tags(tags)
+    if limit is None and budget_tokens is None:
+        raise Unbounded("find", "give a limit or a budget_tokens")
+    if limit is not None:
+        check_int("limit", limit, lo=1, hi=2**31)
+    if budget_tokens is not None:
+        check_int("budget_tokens", budget_tokens, lo=1, hi=2**31)
+    form = form or "medium"
+    if form not in FORM_NAMES:
+        raise ValidationError("form", f"must be one of {', '.join(FORM_NAMES)}", form)
+    for name, flag in (("include_tombstoned", include_tombstoned), ("late_binding", late_binding),
+                       ("include_superseded", include_superseded)):
+        if not isinstance(flag, bool):
+            raise ValidationError(name, "must be a bool", flag)
+    if include_tombstoned:
+        raise ValidationError("include_tombstoned", "find(near=...) never returns tombstoned memories (the index leaves them out)", include_tombstoned)
+    signed = None if scope is None else check_signed(scope)
+    classes = [DATA_CLASSES[mtype]] if mtype else list(DATA_CLASSES.values())
+    predicate = compile_where(where, field_rules(classes))
+    if late_binding:
+        e.check_writable()
+
+    def read() -> tuple[list[tuple[bytes, Memory]], dict[str, float]]:
+        if e.storage.get(lexical.META_LEXICAL) != lexical.SETTINGS.encode():
+            raise StoreError(f"store {e.location!r} has no lexical index of this cortex's analyzer yet: "
+                             "open it once with mode=\"rw\" (which builds it) or run rebuild()")
+        now = to_micros(e.now())
+        budget = budget_tokens
+        evaluator = None
+        if signed is not None:
+            journal, _ = e.view_state()
+            digest = verify(e.storage, signed, e.actor, now, now, e.scopes, (journal.seq, journal.root))
+            budget = capped_budget(signed, digest, 0 if budget is None else budget, 0) or None
+            evaluator = e.scopes.evaluator(e.storage, signed, journal.seq, journal.root)
+        ids, scores = score(e, words, mtype, evaluator)
+        return _collect(e, ids, scores, now, tag_list, predicate, limit, budget, form, signed,
+                        include_superseded)
+
+    try:
+        results, relevance = e.read(read, catch_up=signed is not None)
+    except Refusal as refusal:
+        report_violation(e, refusal)
+        raise refusal.error from None
+    if late_binding and results:
+        touch(e, [r[0] for r in results])
+    return Recalled((m for _, m in results), relevance)
+
+
+def _in_scope(e: Engine, evaluator: Evaluator, rows: np.ndarray) -> np.ndarray:
+    ids = np.ascontiguousarray(rows["id"]).view(">u8").reshape(-1, 2)
+    mask: np.ndarray = evaluator.mask(e.storage, ids[:, 0].astype(np.uint64), ids[:, 1].astype(np.uint64), rows["type"])
+    return mask
+
+
+def _postings(e: Engine, term: str) -> np.ndarray:
+    prefix = lexical.term_prefix(term)
+    values = e.storage.scan_values(prefix, lexical.posting_key_of(prefix))
+    return np.frombuffer(b"".join(values), dtype=POSTING_DTYPE)
+
+
+def score(e: Engine, words: list[str], mtype: MemoryType | None, evaluator: Evaluator | None) -> tuple[np.ndarray, np.ndarray]:
+    """The ids (S16) holding any of `words` and their BM25 scores, unordered (call
+    inside `Engine.read`)."""
+    if evaluator is None:
+        docs, length = lexical.decode_totals(e.storage.get(lexical.TOTALS_KEY))
+        dfs = [lexical.decode_count(raw) for raw in e.storage.multi_get([lexical.df_key(w) for w in words])]
+    else:
+        rows = np.frombuffer(b"".join(e.storage.scan_values(lexical.DOC_PREFIX)), dtype=DOC_DTYPE)
+        inside = rows[_in_scope(e, evaluator, rows)]
+        docs, length = len(inside), int(inside["dl"].sum(dtype=np.uint64))
+        dfs = []
+    empty = (np.empty(0, dtype="S16"), np.empty(0, dtype=np.float64))
+    if not docs:
+        return empty
+    avgdl = length / docs
+    parts: list[tuple[np.ndarray, np.ndarray]] = []
+    for i, word in enumerate(words):
+        rows = _postings(e, word)
+        if evaluator is not None:
+            rows = rows[_in_scope(e, evaluator, rows)]
+            df = len(rows)
+        else:
+            df = dfs[i]
+        if mtype is not None:
+            rows = rows[rows["type"] == int(mtype)]
+        if not len(rows) or not df:
+            continue
+        tf = rows["tf"].astype(np.float64)
+        dl = rows["dl"].astype(np.float64)
+        norm = K1 * (1.0 - B + B * dl / avgdl)
+        parts.append((rows["id"], idf(docs, df) * (tf * (K1 + 1.0)) / (tf + norm)))
+    if not parts:
+        return empty
+    ids = np.unique(np.concatenate([p[0] for p in parts]))
+    scores = np.zeros(len(ids), dtype=np.float64)
+    for part_ids, part_scores in parts:  # term order: each memory's sum adds its terms in that order
+        scores[np.searchsorted(ids, part_ids)] += part_scores
+    return ids, scores
+
+
+def _ranked_chunks(ids: np.ndarray, scores: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(ids, scores, group starts) in chunks of whole tie groups, relevance
+    descending then id ascending; a chunk's ties are ordered by salience later."""
+    order = np.lexsort((ids, -scores))
+    ids, scores = ids[order], scores[order]
+    starts = np.flatnonzero(np.r_[True, scores[1:] != scores[:-1]]) if len(scores) else np.empty(0, dtype=np.intp)
+    bounds = [*starts.tolist(), len(ids)]
+    at = 0
+    while at < len(bounds) - 1:
+        end = at + 1
+        while end < len(bounds) - 1 and bounds[end] - bounds[at] < _CHUNK:
+            end += 1
+        lo, hi = bounds[at], bounds[end]
+        yield ids[lo:hi], scores[lo:hi], np.asarray(bounds[at:end]) - lo
+        at = end
+
+
+def _collect(e: Engine, ids: np.ndarray, scores: np.ndarray, now: int, tags: tuple[str, ...], predicate: Predicate | None,
+             limit: int | None, budget: int | None, form: str, scope: SignedScope | None,
+             include_superseded: bool) -> tuple[list[tuple[bytes, Memory]], dict[str, float]]:
+    """Read the ranked candidates chunk by chunk until the limit or the budget is met."""
+    out: list[tuple[bytes, Memory]] = []
+    relevance: dict[str, float] = {}
+    used = 0
+    weights = e.weights()
+    for chunk_ids, chunk_scores, starts in _ranked_chunks(ids, scores):
+        raw_ids = [bytes(i).ljust(16, b"\x00") for i in chunk_ids.tolist()]
+        keys = head_keys(raw_ids)
+        heads = [None if raw is None else unpack_head(key, raw) for key, raw in zip(keys, e.storage.multi_get(keys))]
+        entry_keys = [b"" if h is None else by_type.key(h[H_TYPE], h[H_CREATED], raw_id) for h, raw_id in zip(heads, raw_ids)]
+        values = e.storage.multi_get([k for k in entry_keys if k])
+        found = iter(values)
+        stored = [None if not k else next(found) for k in entry_keys]
+        present = [i for i, v in enumerate(stored) if v is not None and heads[i] is not None]
+        rows = entry.decode_many([stored[i] for i in present])  # type: ignore[misc]
+        salience = np.full(len(raw_ids), -1.0)
+        flags = np.zeros(len(raw_ids), dtype=np.int64)
+        if present:
+            pinned = (rows["flags"] & entry.FLAG_PINNED) != 0
+            salience[present] = live_scores(rows["last_used"], rows["access"], rows["citations"], rows["importance"], pinned, now, weights)
+            flags[present] = rows["flags"]
+        bounds = [*starts.tolist(), len(raw_ids)]
+        for lo, hi in zip(bounds, bounds[1:]):
+            group = sorted(range(lo, hi), key=lambda i: (-salience[i], raw_ids[i]))
+            for i in group:
+                head = heads[i]
+                if head is None or salience[i] < 0 or head[H_TOMBSTONE] is not None:
+                    continue
+                if head[H_EXPIRES] and head[H_EXPIRES] <= now:
+                    continue
+                if not include_superseded and flags[i] & FLAG_SUPERSEDED:
+                    continue
+                memory = Memory.stored(raw_ids[i], head)
+                if any(tag not in memory.tags for tag in tags):
+                    continue
+                if scope is not None and not scope.scope.admits(raw_ids[i], int(memory.type), memory.tags, memory_frames(memory.frames)):
+                    continue
+                if predicate is not None and not predicate(memory.data):
+                    continue
+                tokens = int(memory.tokens[form])
+                if budget is not None and out and used + tokens > budget:
+                    return out, relevance
+                out.append((raw_ids[i], memory))
+                relevance[memory.id] = float(chunk_scores[i])
+                used += tokens
+                if limit is not None and len(out) >= limit:
+                    return out, relevance
+    return out, relevance
+
+
