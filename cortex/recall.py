@@ -86,6 +86,15 @@ def query_terms(near: object) -> list[str]:
     return found
 
 
+def _memory_types(value: object) -> tuple[MemoryType, ...]:
+    """`type=`: one type (as `find()` takes it), or a list of them (any of them)."""
+    if isinstance(value, (list, tuple, set, frozenset)):
+        found = {t for t in (_memory_type(v) for v in value) if t is not None}
+        return tuple(sorted(found))
+    one = _memory_type(value)
+    return () if one is None else (one,)
+
+
 def idf(docs: int, df: int) -> float:
     return math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
 
@@ -96,7 +105,7 @@ def find_near(e: Engine, *, near: object, type: Any, tags: Iterable[str], where:
     """See the module docstring; `Cortex.find` calls it when `near` is given."""
     e.check_open()
     words = query_terms(near)
-    mtype = _memory_type(type)
+    mtypes = _memory_types(type)
     tag_list = check_tags(tags)
     if limit is None and budget_tokens is None:
         raise Unbounded("find", "give a limit or a budget_tokens")
@@ -114,7 +123,7 @@ def find_near(e: Engine, *, near: object, type: Any, tags: Iterable[str], where:
     if include_tombstoned:
         raise ValidationError("include_tombstoned", "find(near=...) never returns tombstoned memories (the index leaves them out)", include_tombstoned)
     signed = None if scope is None else check_signed(scope)
-    classes = [DATA_CLASSES[mtype]] if mtype else list(DATA_CLASSES.values())
+    classes = [DATA_CLASSES[t] for t in mtypes] if mtypes else list(DATA_CLASSES.values())
     predicate = compile_where(where, field_rules(classes))
     if late_binding:
         e.check_writable()
@@ -131,7 +140,7 @@ def find_near(e: Engine, *, near: object, type: Any, tags: Iterable[str], where:
             digest = verify(e.storage, signed, e.actor, now, now, e.scopes, (journal.seq, journal.root))
             budget = capped_budget(signed, digest, 0 if budget is None else budget, 0) or None
             evaluator = e.scopes.evaluator(e.storage, signed, journal.seq, journal.root)
-        ids, scores = score(e, words, mtype, evaluator)
+        ids, scores = score(e, words, mtypes, evaluator)
         return _collect(e, ids, scores, now, tag_list, predicate, limit, budget, form, signed,
                         include_superseded)
 
@@ -157,9 +166,9 @@ def _postings(e: Engine, term: str) -> np.ndarray:
     return np.frombuffer(b"".join(values), dtype=POSTING_DTYPE)
 
 
-def score(e: Engine, words: list[str], mtype: MemoryType | None, evaluator: Evaluator | None) -> tuple[np.ndarray, np.ndarray]:
-    """The ids (S16) holding any of `words` and their BM25 scores, unordered (call
-    inside `Engine.read`)."""
+def score(e: Engine, words: list[str], mtypes: tuple[MemoryType, ...], evaluator: Evaluator | None) -> tuple[np.ndarray, np.ndarray]:
+    """The ids (S16) holding any of `words` and their BM25 scores, unordered; of the
+    types `mtypes` only when any are given (call inside `Engine.read`)."""
     if evaluator is None:
         docs, length = lexical.decode_totals(e.storage.get(lexical.TOTALS_KEY))
         dfs = [lexical.decode_count(raw) for raw in e.storage.multi_get([lexical.df_key(w) for w in words])]
@@ -180,8 +189,8 @@ def score(e: Engine, words: list[str], mtype: MemoryType | None, evaluator: Eval
             df = len(rows)
         else:
             df = dfs[i]
-        if mtype is not None:
-            rows = rows[rows["type"] == int(mtype)]
+        if mtypes:
+            rows = rows[np.isin(rows["type"], [int(t) for t in mtypes])]
         if not len(rows) or not df:
             continue
         tf = rows["tf"].astype(np.float64)

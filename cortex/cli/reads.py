@@ -176,14 +176,16 @@ def _where(text: str | None) -> Any:
     return walk(clause)
 
 
-@cli.command(short_help="A bounded query by type and/or tags.", epilog=_epilog(
+@cli.command(short_help="A bounded query by type and/or tags, or by content (--near).", epilog=_epilog(
     "cortex find ./store --type Goal --where '[\"eq\", \"status\", \"active\"]'",
+    "cortex find ./store --near \"which database does billing use\" --budget 500",
     "cortex find ./store --tag style --where '{\"polarity\": \"prefer\"}' --budget 800 --form short",
     "cortex find ./store --type Fact --where '[\"gte\", \"as_of\", \"2025-01-01T00:00:00Z\"]' --json",
 ))
 @_store_argument
 @click.option("--type", "type_", type=TYPE, help="A memory type (see Memory types below).")
 @click.option("--tag", "tags", multiple=True, help="A tag, repeatable (memories with every tag).")
+@click.option("--near", help="Recall by content: rank by relevance to this text (docs/recall.md); no type or tag needed.")
 @click.option("--where", help='A predicate as JSON: ["op", "field", value] with op eq, ne, lt, lte, gt, gte, in; '
                               '["and"|"or", p, ...]; ["not", p]; or {"field": value, ...}.')
 @click.option("--order-by", type=click.Choice(["salience", "created", "-created"]), default="salience", show_default=True,
@@ -195,17 +197,21 @@ def _where(text: str | None) -> Any:
 @click.option("--late-binding", is_flag=True, help="Count an access (a use) of each result: opens the store for writing.")
 @_actor_option
 @_json_option
-def find(store: str, type_: str | None, tags: tuple[str, ...], where: str | None, order_by: str, limit: int | None,
-         budget: int | None, form: str, include_tombstoned: bool, late_binding: bool, actor: str | None, as_json: bool) -> int:
-    """A bounded query over one memory type and/or a set of tags."""
+def find(store: str, type_: str | None, tags: tuple[str, ...], near: str | None, where: str | None, order_by: str,
+         limit: int | None, budget: int | None, form: str, include_tombstoned: bool, late_binding: bool, actor: str | None,
+         as_json: bool) -> int:
+    """A bounded query over one memory type and/or a set of tags; with --near, the
+    memories most relevant to a text (with --json, each with its "relevance")."""
     if limit is None and budget is None:
         limit = DEFAULT_FIND_LIMIT
     with _open(store, actor, write=late_binding) as c:
         found = c.find(type=type_, tags=list(tags), where=_where(where), order_by=order_by, limit=limit,
-                       budget_tokens=budget, form=form, include_tombstoned=include_tombstoned, late_binding=late_binding)
+                       budget_tokens=budget, form=form, include_tombstoned=include_tombstoned, late_binding=late_binding,
+                       near=near)
         rendered = [m.form(form) for m in found]
     if as_json:
-        _echo_json([m.to_dict() for m in found])
+        relevance = getattr(found, "relevance", None)
+        _echo_json([m.to_dict() if relevance is None else {**m.to_dict(), "relevance": relevance[m.id]} for m in found])
     else:
         for memory, text in zip(found, rendered):
             click.echo(_bullet(memory.uri, text))

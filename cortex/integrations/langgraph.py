@@ -62,9 +62,12 @@ the four orderings compare numbers with numbers and strings with strings, and a 
 that is missing or of another type does not match (`InMemoryStore` raises there).
 Filter keys name top-level fields (a dot is part of the name, as in the in-memory and
 Postgres stores). Results are newest first by `updated_at`, ties by namespace then
-key; `offset` and `limit` apply after the filter. There is no vector index: a
-`query` is ignored, as LangGraph's stores do without one, and `score` is None.
-A search reads every item under its namespace prefix.
+key; `offset` and `limit` apply after the filter. A `query` ranks the filtered items
+by content (`cortex.integrations.recall_rank`, docs/recall.md): BM25 relevance
+descending (the item's `score`; 0.0 for an item sharing no word with the query), ties
+newest first; a query with no word to search for (only stop words) keeps the order,
+every score 0.0. Without a query `score` is None. A search reads every item under its
+namespace prefix.
 
 **Namespaces.** LangGraph's label rules (non-empty strings without "."; a put's
 namespace is non-empty and does not start with "langgraph"), checked for ops passed to
@@ -126,6 +129,8 @@ except ModuleNotFoundError as _missing:  # one line naming the extra, not a trac
     raise MissingExtra("cortex.integrations.langgraph", _missing.name or "langgraph", "langgraph") from None
 
 import cortex
+
+from .recall_rank import relevance
 
 __all__ = [
     "CortexStore",
@@ -378,8 +383,8 @@ class _Stored:
         return Item(value=json.loads(self.value_json), key=self.key, namespace=self.namespace,
                     created_at=self.created_at, updated_at=self.updated_at)
 
-    def search_item(self) -> SearchItem:
-        return SearchItem(self.namespace, self.key, json.loads(self.value_json), self.created_at, self.updated_at)
+    def search_item(self, score: float | None = None) -> SearchItem:
+        return SearchItem(self.namespace, self.key, json.loads(self.value_json), self.created_at, self.updated_at, score)
 
 
 def _decode(memory: cortex.Memory) -> _Stored | None:
@@ -561,8 +566,8 @@ class CortexStore(BaseStore):
                 if found is not None and op.refresh_ttl:
                     refresh[(found.namespace, found.key)] = found
             elif isinstance(op, SearchOp):
-                page = self._search(op, current_under(tuple(op.namespace_prefix)))
-                results.append([s.search_item() for s in page])
+                page, scores = self._search(op, current_under(tuple(op.namespace_prefix)))
+                results.append([s.search_item(scores.get(s.memory.id)) for s in page])
                 if op.refresh_ttl:
                     refresh.update({(s.namespace, s.key): s for s in page})
             elif isinstance(op, ListNamespacesOp):
@@ -574,11 +579,16 @@ class CortexStore(BaseStore):
             self._write(puts, refresh, now)
         return results
 
-    def _search(self, op: SearchOp, items: list[_Stored]) -> list[_Stored]:
+    def _search(self, op: SearchOp, items: list[_Stored]) -> tuple[list[_Stored], dict[str, float]]:
+        """The page of items, and their scores by memory id (with a query: `relevance`)."""
         matched = [s for s in items if _matches(json.loads(s.value_json), op.filter)]
         matched.sort(key=lambda s: (s.namespace, s.key))
         matched.sort(key=lambda s: s.updated_at, reverse=True)  # stable: ties keep namespace, key order
-        return matched[op.offset: op.offset + op.limit]
+        scores: dict[str, float] = {}
+        if op.query is not None and matched:
+            scores = relevance(self._c, op.query, _scan_tag(tuple(op.namespace_prefix)), [s.memory for s in matched])
+            matched.sort(key=lambda s: -scores[s.memory.id])  # stable: ties stay newest first
+        return matched[op.offset: op.offset + op.limit], scores
 
     def _list_namespaces(self, op: ListNamespacesOp, current_under: Callable[[tuple[str, ...]], list[_Stored]]) -> list[tuple[str, ...]]:
         conditions = tuple(op.match_conditions or ())

@@ -17,6 +17,8 @@ Cursor, any MCP client) can give a model the store's memories. Tools:
 * `remember(type, data, frames, tags, importance)`: write a memory (the JSON form of
   `cortex.interop.memory_json`); returns its URI.
 * `find(type, tags, where, limit, budget_tokens, form)`: a bounded query.
+* `recall(query, budget_tokens, types)`: memories by what they say, most relevant
+  first, within a token budget (`cortex.integrations.mcp_recall`, docs/recall.md).
 * `attest(cited, outcome, reason)`: feedback on memories the model relied on.
 * `forget(uri, reason)`: tombstone a memory.
 
@@ -25,7 +27,7 @@ schemas list the closed sets (verbs, object kinds, memory types, forms, tiers) a
 enums so the model sees the valid values. A `cortex.CortexError` comes back as a tool
 error result (`is_error`) whose text and structured content name the error class,
 the field and the rule; the server keeps serving. With `--read-only` the store is
-opened with `mode="r"` (beside a writer process) and only `context`, `resolve` and
+opened with `mode="r"` (beside a writer process) and only `context`, `resolve`, `recall` and
 `find` are offered; each of them first catches up with the writer, so the server
 sees every write the writer has acknowledged.
 
@@ -52,13 +54,15 @@ except ModuleNotFoundError as _missing:  # one line naming the extra, not a trac
 import cortex
 from cortex.interop.memory_json import TYPE_NAMES, data_fields, iso, memory_from_json, memory_to_json
 
+from .mcp_recall import recall_tool
+
 __all__ = ["build_server", "main", "VERBS", "KINDS", "FORMS", "TIERS", "READ_TOOLS", "WRITE_TOOLS"]
 
 VERBS: tuple[str, ...] = tuple(v.name.lower() for v in cortex.Verb)
 KINDS: tuple[str, ...] = tuple(k.name.lower() for k in cortex.ObjKind)
 FORMS: tuple[str, ...] = ("short", "medium", "full")
 TIERS: tuple[str, ...] = tuple(t.value for t in cortex.Tier)
-READ_TOOLS: tuple[str, ...] = ("context", "resolve", "find")
+READ_TOOLS: tuple[str, ...] = ("context", "resolve", "find", "recall")
 WRITE_TOOLS: tuple[str, ...] = ("remember", "attest", "forget")
 PINNED_URI = "cortex://pinned"
 
@@ -186,7 +190,7 @@ def memory_dict(memory: cortex.Memory) -> dict[str, Any]:
 def build_server(c: cortex.Cortex, read_only: bool) -> MCPServer:
     """An `MCPServer` whose tools call the open store `c`.
 
-    `read_only=True` offers only the read tools (`context`, `resolve`, `find`); pass a
+    `read_only=True` offers only the read tools (`context`, `resolve`, `find`, `recall`); pass a
     store opened with `mode="r"` then. The caller keeps ownership of `c`.
     """
     server: MCPServer = MCPServer(
@@ -273,7 +277,7 @@ def build_server(c: cortex.Cortex, read_only: bool) -> MCPServer:
             return _result(f"tombstoned {uri}", {"uri": uri, "tombstoned": True})
         return _run(body)
 
-    reads: list[Callable[..., CallToolResult]] = [context, resolve, find]
+    reads: list[Callable[..., CallToolResult]] = [context, resolve, find, recall_tool(c, catch_up, _run, _result)]
     writes: list[Callable[..., CallToolResult]] = [remember, attest, forget]
     for tool in reads:
         server.add_tool(tool, annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))

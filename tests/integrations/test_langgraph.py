@@ -320,7 +320,7 @@ def test_filter_rules(tmp_path):
         for bad in [{"n": {"$in": [1]}}, {"n": {"$gt": 1, "x": 2}}, "n"]:
             with pytest.raises(cortex.ValidationError):
                 store.search(("f",), filter=bad)  # type: ignore[arg-type]
-        # A query without a vector index is ignored.
+        # A query that shares no word with any item leaves the order as it is (docs/recall.md).
         assert [i.key for i in store.search(("f",), query="fruit")] == [i.key for i in store.search(("f",))]
 
 
