@@ -176,7 +176,7 @@ def _where(text: str | None) -> Any:
     return walk(clause)
 
 
-@cli.command(short_help="A bounded query by type and/or tags, or by content (--near).", epilog=_epilog(
+@cli.command(short_help="A bounded query by type, tags or content.", epilog=_epilog(
     "cortex find ./store --type Goal --where '[\"eq\", \"status\", \"active\"]'",
     "cortex find ./store --near \"which database does billing use\" --budget 500",
     "cortex find ./store --tag style --where '{\"polarity\": \"prefer\"}' --budget 800 --form short",
