@@ -396,3 +396,16 @@ def test_migrating_a_store_made_before_the_index_builds_it_in_the_copy(tmp_path)
     with cortex.open(tmp_path / "copy", actor=DATA["actor"], mode="r") as r:
         assert r.verify() == []
         assert r.find(near="gpu", limit=50)
+
+
+def test_an_upsert_by_natural_key_reindexes_the_memory_in_its_batch(tmp_path):
+    with open_store(tmp_path / "s") as c:
+        first = c.write(Fact(statement="billing runs on Postgres", subject="billing", predicate="uses"), key="billing-db")
+        c.write_many([Write(Fact(statement="billing runs on MySQL", subject="billing", predicate="uses"), key="billing-db",
+                            tags=["infra"]),
+                      Write(Fact(statement="pasta on fridays", subject="office", predicate="lunch"))])
+        assert c.find(near="postgres", limit=5) == []
+        hits = c.find(near="mysql infra", limit=5)
+        assert [m.id for m in hits] == [c.resolve(first).id] and hits[0].version == 2
+        assert lexical.decode_totals(_lexical_keys(c)[lexical.TOTALS_KEY])[0] == 2
+        assert c.verify() == []
