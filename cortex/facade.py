@@ -7,7 +7,7 @@ module that implements it; it adds nothing but the signatures and their docs.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +21,7 @@ from . import writes as _writes
 from .context import Bundle, ContextOpts
 from .interop import jsonl as _jsonl
 from .interop import migrate as _migrate
+from .interop import recall_pack as _recall_pack
 from .interop.migrate import Migration
 from .engine import Engine, Options, stored_actor, system_clock
 from .errors import ValidationError
@@ -228,6 +229,20 @@ class Cortex:
                            budget_tokens=budget_tokens, form=form, include_tombstoned=include_tombstoned,
                            scope=scope, late_binding=late_binding, include_superseded=include_superseded,
                            session=session)
+
+    def synthesize(self, query: str, max_tokens: int, sections: Sequence[str] | None = None,
+                   now: datetime | None = None) -> dict[str, Any]:
+        """An HMX-1.0 Context Pack for a query text: the pinned tier and the memories
+        recalled by content (`find(near=query, budget_tokens=max_tokens)`), within
+        `max_tokens` by seed 000's section rules; `sections` keeps only those sections.
+        See `cortex.interop.recall_pack` and docs/recall.md."""
+        max_tokens = _recall_pack.check_max_tokens(max_tokens)
+        hits = _recall.find_near(self._engine, near=query, type=None, tags=(), where=None, limit=None,
+                                 budget_tokens=max_tokens, form="medium", include_tombstoned=False, scope=None,
+                                 late_binding=False, include_superseded=False)
+        pinned = self.context(verb=None, include_tiers=["pinned"], form="medium", now=now,
+                              budget_tokens=min(max_tokens, _recall_pack.MAX_CONTEXT_BUDGET))
+        return _recall_pack.synthesize(self, pinned, hits, hits.relevance, query, max_tokens, sections)
 
     def resolve(self, uri: str, scope: SignedScope | None = None) -> Memory:
         """The memory version a URI names (old versions and tombstoned memories too).

@@ -15,6 +15,7 @@ import click
 import cortex
 from cortex.interop import hmx_pack
 
+from .recall import print_synthesized
 from ._common import (DEFAULT_FIND_LIMIT, FORMS, OBJECT, TIERS, TYPE, VERB, _actor_option, _bullet, _echo_json, _epilog,
                       _json_option, _open, _parse_time, _report_problems, _store_argument, cli)
 
@@ -61,6 +62,7 @@ def _objects(pairs: tuple[str, ...]) -> dict[str, str]:
     "cortex context ./store --verb acquire --object service=gpu_inference --budget 800 --form short --json",
     "cortex context ./store --verb acquire --object service=gpu --now 2025-06-01T12:00:00Z --format ledger",
     "cortex context ./store                  # no verb: the pinned tier only",
+    "cortex context ./store --query \"deploy payments to staging\" --format hmx --budget 1500",
 ))
 @_store_argument
 @click.option("--verb", type=VERB, help="What the agent is about to do (see Verbs below).")
@@ -76,11 +78,13 @@ def _objects(pairs: tuple[str, ...]) -> dict[str, str]:
                    "contextpack (ContextPackV2, needs --intent).")
 @click.option("--intent", help="The task in words, for --format contextpack.")
 @click.option("--query-context", help="The query, for --format hmx.")
+@click.option("--query", help="Recall by content instead of a task's frames: the HMX pack of the pinned tier and the "
+                              "memories most relevant to this text, within --budget (needs --format hmx; docs/recall.md).")
 @_actor_option
 @_json_option
 def context(store: str, verb: str | None, objects: tuple[str, ...], budget: int, form: str, tiers: tuple[str, ...],
             outcome_limit: int, now: str | None, fmt: str, intent: str | None, query_context: str | None,
-            actor: str | None, as_json: bool) -> int:
+            query: str | None, actor: str | None, as_json: bool) -> int:
     """Print the context bundle for a task: the memories that matter for VERB on the
     objects, ranked by salience and trimmed to the token budget.
 
@@ -91,6 +95,10 @@ def context(store: str, verb: str | None, objects: tuple[str, ...], budget: int,
       Outcomes        the newest outcomes (Events) of the verb on the objects
       Reachable       what did not fit the budget: URIs to resolve later
     """
+    if query is not None:
+        return print_synthesized(store, actor, query, budget, fmt, _parse_time(now, "--now"), {
+            "--verb": verb is not None, "--object": bool(objects), "--tier": bool(tiers), "--json": as_json,
+            "--query-context": query_context is not None})
     if as_json and fmt not in ("markdown", "json"):
         raise click.BadParameter(f"--json and --format {fmt} disagree; give one", param_hint="--json")
     fmt = "json" if as_json else fmt
