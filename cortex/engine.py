@@ -46,6 +46,7 @@ from .forms import DEFAULT_ENCODING, Tokenizer
 from .ids import URI, IdGenerator, encode_id, encode_ids
 from .journal import append
 from .memory import CurrentHeads, Memory, ViewCache
+from .position import check_timeout, parse_token, wait_for
 from .model import check_datetime, check_int, check_text
 from .records import (
     HEAD_PREFIX,
@@ -260,6 +261,9 @@ class Engine:
         # Followers: the latest time any write of the current view was made at. A
         # view holding a memory created later is torn (see cortex.context).
         self.journal_at: int | None = None
+        # Readers whose reads see the latest commit: the journal head of the latest
+        # view (`position()`); None before the first.
+        self.seen: JournalHead | None = None
         if self.mode == "r" and not stateless:
             self._load_view()
         elif self.storage.get(lexical.META_LEXICAL) != lexical.SETTINGS.encode():
@@ -432,8 +436,37 @@ class Engine:
         `read()`."""
         if self.mode == "r" and self.storage.live_reads:
             head = JournalHead.decode(self.storage.get(META_JOURNAL), self.journal.format)
+            self.seen = head
             return head, None
         return self.journal, self.journal_at
+
+    # -- commit positions (`cortex.position`) -------------------------------------
+
+    def position(self) -> JournalHead:
+        """The journal head this handle last knew: a writer's latest write; a reader's
+        latest view (`view_state()`) or catch-up."""
+        if self.mode == "r" and self.storage.live_reads and self.seen is not None:
+            return self.seen
+        return self.journal
+
+    def wait_for(self, until: object, timeout: object) -> None:
+        """Return once this handle's store holds the write the token `until` names:
+        a reader looks again (PostgreSQL: reads the journal head, one statement; a
+        RocksDB follower: catches up) until it does; `NotReplayed` after `timeout`
+        seconds."""
+        token = parse_token(until)
+        seconds = check_timeout(timeout)
+        self.check_open()
+
+        def look() -> JournalHead:
+            if self.mode == "r" and self.storage.live_reads:
+                self.check_open()
+                self.seen = JournalHead.decode(self.storage.get(META_JOURNAL), self.journal.format)
+                return self.seen
+            if self.mode == "r":
+                self.refresh()
+            return self.journal
+        wait_for(token, seconds, look, self.storage.lag)
 
     def read(self, fn: Callable[[], T], catch_up: bool = False) -> T:
         """Run `fn` on one consistent view: under the read lock, inside the backend's

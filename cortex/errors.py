@@ -219,3 +219,11 @@ class MissingExtra(CortexError, ImportError):
 
 
 __all__ += ["MissingExtra"]
+
+
+class NotReplayed(StoreError):
+    """`refresh(until=token)` timed out: the store this handle reads (a standby, a
+    follower) had not yet applied the write the token names."""
+
+
+__all__ += ["NotReplayed"]

@@ -25,6 +25,7 @@ from .interop import recall_pack as _recall_pack
 from .interop.migrate import Migration
 from .engine import Engine, Options, stored_actor, system_clock
 from .errors import ValidationError
+from .position import token_of
 from .memory import Memory
 from .model import Edge
 from .model import EdgeType, Frame, MemoryData
@@ -135,11 +136,37 @@ class Cortex:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def refresh(self, reopen: bool = False) -> None:
+    def refresh(self, reopen: bool = False, *, until: str | None = None, timeout: float = 10.0) -> None:
         """Catch up with the writer (mode "r"); a no-op in mode "rw". `reopen=True`
         asks for a fresh view from scratch (RocksDB: a new secondary instance) and
-        drops the handle's caches, which a catch-up over new memories alone keeps."""
+        drops the handle's caches, which a catch-up over new memories alone keeps.
+
+        `until`: a token from `last_token` (of any handle on this store: the writer in
+        another process, say). Returns as soon as what this handle reads holds that
+        write (a PostgreSQL standby has replayed it, a RocksDB follower sees it),
+        looking again every few milliseconds, and raises `NotReplayed` when `timeout`
+        seconds pass first: read-your-writes across a fleet. See `cortex.position`."""
+        if until is not None:
+            self._engine.wait_for(until, timeout)
+            return
         self._engine.refresh(reopen)
+
+    @property
+    def last_token(self) -> str:
+        """The commit position this handle knows, as a token for `refresh(until=...)`:
+        a writer's latest acknowledged write (taken right after a write returns, it
+        names that write or a later one); a reader's latest `context()`, `root()` or
+        `refresh()`. A short string, `"<journal entry>.<root digits>"`."""
+        self._engine.check_open()
+        return token_of(self._engine.position())
+
+    def replica_lag(self) -> float | None:
+        """Seconds that what this handle reads is behind, as the server reports it: on
+        a PostgreSQL hot standby, how old its last replayed commit is while it has
+        received more than it replayed (0.0 once it has replayed everything, and on a
+        primary); None where the backend cannot tell (RocksDB, CockroachDB)."""
+        self._engine.check_open()
+        return self._engine.storage.lag()
 
     # -- writes ----------------------------------------------------------------
 

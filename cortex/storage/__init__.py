@@ -97,6 +97,13 @@ class Storage(Protocol):
         meanwhile."""
         ...
 
+    def lag(self) -> float | None:
+        """(Readers) seconds that what this storage reads is behind its source, as the
+        server reports it (a PostgreSQL hot standby: how old the last commit it
+        replayed is, while it has received more than it replayed; 0.0 when it has
+        replayed everything or is the primary). None where the backend cannot tell."""
+        ...
+
     def close(self) -> None:
         """Release the store (its lock or lease, files, connections). Idempotent."""
         ...

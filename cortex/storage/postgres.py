@@ -41,7 +41,9 @@ Behaviour:
   `writer_moved()` is False and `catch_up()` does nothing.
 * Connection loss: a read outside a view is retried once on a fresh connection (the
   pool is checked first, so dead connections are dropped); inside a view only the
-  first read is (before it, there is no snapshot to lose). A write is sent again only
+  first read is (before it, there is no snapshot to lose). The same for a read the
+  server cancelled asking for a retry (SQLSTATE class 40: a hot standby cancels a
+  query whose rows its replay must remove). A write is sent again only
   when it certainly did not commit: the connection was lost before COMMIT was sent
   (the server rolls back what its client left open), or the server said it rolled it
   back (SQLSTATE class 40: serialization failure, deadlock; CockroachDB asks clients to
@@ -91,6 +93,7 @@ YugabyteDB; `%s` are parameters, `[...]` parts are present or not):
 | `SELECT key, value FROM cortex_kv WHERE actor = %s AND key >= %s (or >) [AND key < %s] ORDER BY key LIMIT 1000` | `scan_items`, page by page |
 | `SELECT key, value FROM cortex_kv WHERE actor = %s AND key >= %s AND key < %s (or <) ORDER BY key DESC LIMIT n` | `scan_items_backward`, page by page (n = 16, 128, 1000, 1000, ...) |
 | `SELECT key FROM cortex_kv WHERE actor = %s AND key >= %s [AND key < %s] ORDER BY key DESC LIMIT 1` | `last_key` |
+| `SELECT CASE WHEN NOT pg_is_in_recovery() THEN 0 WHEN pg_last_wal_receive_lsn() IS NOT NULL AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp()) END` | `lag()`: PostgreSQL's own functions, the one statement the others may refuse (then the lag is None) |
 | `SET LOCAL lock_timeout = '10s'` and `SELECT holder, token FROM cortex_lease WHERE actor = %s FOR UPDATE` | resolving a commit whose outcome is unknown |
 """
 
@@ -166,6 +169,12 @@ _RELEASE_LEASE = "UPDATE cortex_lease SET expires_at = now() WHERE actor = %s AN
 _LOCK_LEASE = "SELECT holder, token FROM cortex_lease WHERE actor = %s FOR UPDATE"
 _BEGIN_VIEW = "BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 _DELETE = "DELETE FROM cortex_kv WHERE actor = %s AND key = ANY(%s)"
+# PostgreSQL only (`lag()` reports None where it fails): how far a standby's replay is behind.
+_REPLAY_LAG = (
+    "SELECT CASE WHEN NOT pg_is_in_recovery() THEN 0 "
+    "WHEN pg_last_wal_receive_lsn() IS NOT NULL AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 "
+    "ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp()) END"
+)
 _GET = "SELECT value FROM cortex_kv WHERE actor = %s AND key = %s"
 _MULTI_GET = "SELECT key, value FROM cortex_kv WHERE actor = %s AND key = ANY(%s)"
 
@@ -430,7 +439,7 @@ class PostgresStorage:
             with self._pool.connection() as conn:
                 return run(conn)
         except psycopg.Error as exc:
-            if not _lost(exc):
+            if not _retryable(exc):
                 raise _failed(what, exc) from None
             first = exc
         try:
@@ -636,6 +645,19 @@ class PostgresStorage:
     def catch_up(self, reopen: bool = False) -> bool:
         return True  # every view() sees the latest commit: nothing to catch up
 
+    def lag(self) -> float | None:
+        """`now() - pg_last_xact_replay_timestamp()` on a standby that has received WAL
+        it has not replayed yet; 0.0 on a primary or a standby that replayed all it
+        received. These functions are PostgreSQL's own: on a server without them
+        (CockroachDB, YugabyteDB) the lag is None."""
+        def run(conn: Conn) -> float | None:
+            row = conn.execute(_REPLAY_LAG).fetchone()
+            return None if row is None or row[0] is None else max(0.0, float(row[0]))
+        try:
+            return self._read("replay lag", run)
+        except StoreError:
+            return None
+
     def compact(self) -> int:
         return 0  # one B-tree serves a range scan in one seek; autovacuum tends it
 
@@ -656,9 +678,10 @@ class _View:
         try:
             result = run(self._connection())
         except psycopg.Error as exc:
-            if self._snapshot_taken and _lost(exc):
-                raise _failed(what, exc, "inside a read view, whose snapshot was lost with its connection") from None
-            if not _lost(exc):
+            if self._snapshot_taken and _retryable(exc):
+                raise _failed(what, exc, "inside a read view, whose snapshot was lost with its connection "
+                                         "(or cancelled by the standby's replay)") from None
+            if not _retryable(exc):
                 raise _failed(what, exc) from None
             first = exc
         else:
@@ -734,6 +757,13 @@ def _lost(exc: psycopg.Error) -> bool:
         return False
     state = exc.sqlstate
     return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def _retryable(exc: psycopg.Error) -> bool:
+    """Whether a read may be sent again on a fresh connection: the connection was
+    lost, or the server cancelled it and asks for a retry (SQLSTATE class 40: on a
+    hot standby, 40001 when replay needed what the read was looking at)."""
+    return _lost(exc) or (exc.sqlstate or "").startswith("40")
 
 
 def _cause(exc: BaseException) -> str:

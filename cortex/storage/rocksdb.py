@@ -461,6 +461,9 @@ class RocksStorage:
         """Flush the memtable to SST files (tests and tools that read the files)."""
         self.db.flush()
 
+    def lag(self) -> float | None:
+        return None  # a follower catches up when asked: it has no replay to report on
+
     def compact(self) -> int:
         """Flush the memtable and merge level 0 into the levels below; return how many
         files level 0 held. (A follower has nothing of its own to compact: 0.)
