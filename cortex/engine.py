@@ -89,7 +89,7 @@ VIEW_RETRIES = 5
 # exists, and the writer's state (with the last head key, for new ids). A backend
 # may fetch them with its open (`cortex.storage.postgres`: in the lease's statement).
 OPEN_CONSTANTS = (META_ACTOR, META_SCHEMA, META_TOKENIZER, META_JOURNAL_FORMAT)
-OPEN_STATE = (META_JOURNAL, META_CLOCK_HIGH, META_CACHE_EPOCH)
+OPEN_STATE = (META_JOURNAL, META_CLOCK_HIGH, META_CACHE_EPOCH, lexical.META_LEXICAL)
 
 
 def system_clock() -> datetime:
@@ -264,8 +264,9 @@ class Engine:
         # Readers whose reads see the latest commit: the journal head of the latest
         # view (`position()`); None before the first.
         self.seen: JournalHead | None = None
-        if self.mode == "r" and not stateless:
-            self._load_view()
+        if self.mode == "r":
+            if not stateless:
+                self._load_view()
         elif self.storage.get(lexical.META_LEXICAL) != lexical.SETTINGS.encode():
             self.build_lexical()
 
