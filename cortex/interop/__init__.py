@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..model import Edge
     from ..memory import Memory
     from ..model import EdgeType
+    from ..salience.score import Weights
     from ..writes import Write
 
 
@@ -47,6 +48,8 @@ class InteropStore(Protocol):
     def stats(self) -> dict[str, Any]: ...
 
     def resolve_latest(self, id: str) -> Memory: ...
+
+    def weights(self) -> Weights: ...
 
     def root(self) -> str: ...
 

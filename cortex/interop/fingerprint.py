@@ -22,8 +22,12 @@ Frames are written `verb:kind:ref`; `tags` are the memory's tags, sorted;
 `playbook_set` is empty (no cortex type is a failure playbook). `artifact_id` is
 `<type>-` and 24 hex digits of the SHA-256 of the summary's other fields.
 `cluster_summaries` group the tier's artifacts by each tag two or more of them
-share. What a summary leaves out (a Constraint's source, a Pattern's derived_from,
-a Preference's memory confidence) does not travel.
+share. Each summary also holds `cortex_memory`: the memory itself in the memory
+JSON (type, data, frames, tags, confidence, expiry), which an import by cortex
+writes back exactly (a Preference's rationale, a Constraint's source, a Pattern's
+derived_from included); a summary from another producer is read from the seed's
+fields. The memory's source (on import: "hmx-fingerprint") and importance do not
+travel. `compiler_state`, `tags` and `expires_at`: `fingerprint_fields`.
 
 Tiers (seed 003 §8 and §15; sizes are canonical JSON bytes of the fingerprint):
 `full` at most 100 artifacts per set and 100,000 bytes; `compact` the top 20 per
@@ -75,10 +79,16 @@ versions, `exported_at` and `exported_by` strings); then writes, in one atomic
 batch, a memory per policy, task schema or playbook summary whose artifact the
 store does not already hold live (policies become Constraints or Preferences by
 their id prefix, anything else a Constraint; task schemas and playbooks become
-Patterns), plus one Event that records the import, tagged `hmxfp:<fingerprint_id>`.
-It never updates or tombstones anything. An envelope whose `fingerprint_id` was
-already imported writes nothing at all (the root is unchanged). `context_priors`
-and the statistics describe the source store and are not imported.
+Patterns), a Fact keeping the `context_priors` (expiring with the fingerprint's
+`expires_at`; HMX-C assembly applies them: `stored_priors`), a Fact recording the
+`compiler_state` (`stored_compiler_state`), and one Event that records the import,
+tagged `hmxfp:<fingerprint_id>`, whose attributes keep the fields seed 003 does not
+define and the warnings (`import_report` returns them). Versions (seed 001): an
+`hmx_version` of another major is refused; a newer minor, or a newer
+`fingerprint_version`, is imported best-effort with its unknown fields kept and
+reported. It never updates or tombstones anything. An envelope whose
+`fingerprint_id` was already imported writes nothing at all (the root is
+unchanged). The statistics describe the source store and are not imported.
 """
 
 from __future__ import annotations
@@ -99,10 +109,15 @@ from ..model import Belief, Constraint, Event, Fact, Frame, ObjKind, Pattern, Pr
 from ..writes import Write
 from . import InteropStore
 from .canonical import JSONDict, canonical_json, content_hash, cut_utf8, without
+from .fingerprint_fields import (
+    COMPILER_STATE_TAG, MAX_TAGS, PRIORS_TAG, FingerprintImport, check_optional, compiler_state, kept_writes, parse_time,
+    record_attributes, stored, unknown_fields,
+)
+from .memory_json import iso, memory_from_json
 from .hmx_pack import SECTION_OF_TYPE, SECTION_ORDER
 
-__all__ = ["export", "import_", "TIERS", "TIER_LIMITS", "FingerprintIntegrityError", "import_tag", "stored_priors",
-           "PRIORS_TAG", "COMPILER_STATE_TAG"]
+__all__ = ["export", "import_", "import_report", "TIERS", "TIER_LIMITS", "FingerprintIntegrityError", "FingerprintImport",
+           "import_tag", "stored_priors", "stored_compiler_state", "PRIORS_TAG", "COMPILER_STATE_TAG"]
 
 HMX_VERSION = "HMX-1.0"
 FORMAT = "hmx-fingerprint"
@@ -123,35 +138,23 @@ _MILLISECOND = timedelta(milliseconds=1)
 _CONSTRAINT_TEXT = re.compile(r"\[(soft|firm|hard)\] (prefer|avoid|neutral|do|dont) (.+)", re.DOTALL)
 _PREFERENCE_TEXT = re.compile(r"(prefer|avoid|neutral|do|dont): (.+)", re.DOTALL)
 _SESSION_PREFIXES = ("hmx.session:", "hmx.session~")
+_MACHINE_TAG = re.compile(r"hmx(fp)?[.:~]")
 
 
-PRIORS_TAG = "hmxfp.priors"
-"""The tag of the Fact an import writes to keep the fingerprint's `context_priors`."""
-COMPILER_STATE_TAG = "hmxfp.compiler_state"
-"""The tag of the Fact an import writes to record the fingerprint's `compiler_state`."""
-
-
-def stored_priors(store: InteropStore) -> JSONDict | None:
-    """The `context_priors` of the fingerprint imported last (None if none was)."""
-    return _stored(store, PRIORS_TAG)
+def stored_priors(store: InteropStore, now: datetime | None = None) -> JSONDict | None:
+    """The `context_priors` of the fingerprint imported last (None if none was, or if
+    they expired with their fingerprint before `now`)."""
+    return _stored(store, PRIORS_TAG, now)
 
 
 def stored_compiler_state(store: InteropStore) -> JSONDict | None:
     """The `compiler_state` of the fingerprint imported last that carried one."""
-    return _stored(store, COMPILER_STATE_TAG)
+    return _stored(store, COMPILER_STATE_TAG, None)
 
 
-def _stored(store: InteropStore, tag: str) -> JSONDict | None:
+def _stored(store: InteropStore, tag: str, now: datetime | None) -> JSONDict | None:
     facts = int(store.stats()["by_type"].get("Fact", 0))
-    if not facts:
-        return None
-    found = [m for m in store.find(type="Fact", tags=[tag], limit=facts) if isinstance(m.data, Fact) and m.data.object]
-    if not found:
-        return None
-    newest = max(found, key=lambda m: (m.created_at, m.id))
-    assert isinstance(newest.data, Fact) and newest.data.object is not None
-    value = json.loads(newest.data.object)
-    return value if isinstance(value, dict) else None
+    return stored(store.find(type="Fact", tags=[tag], limit=facts), now) if facts else None
 
 
 def import_tag(fingerprint_id: str) -> str:
@@ -211,8 +214,11 @@ class _Artifact:
         return (-(self.confidence * self.count), -self.confidence, self.artifact_id)
 
 
-def _artifact(data: object, frames: Sequence[Frame], tags: Iterable[str], confidence: float) -> _Artifact | None:
-    """The summary of a memory (or of a `cortex.Write`), None for non-artifact types."""
+def _artifact(data: object, frames: Sequence[Frame], tags: Iterable[str], confidence: float,
+              expires_at: datetime | None = None) -> _Artifact | None:
+    """The summary of a memory (or of a `cortex.Write`), None for non-artifact types.
+    `cortex_memory` holds the memory exactly (`_portable`), so that an import by
+    cortex loses nothing; other readers have the seed's fields."""
     frame_texts = sorted({_frame_text(f) for f in frames})
     tag_list = sorted(set(tags))
     if isinstance(data, Constraint):
@@ -252,7 +258,26 @@ def _artifact(data: object, frames: Sequence[Frame], tags: Iterable[str], confid
         }
     else:
         return None
+    body["cortex_memory"] = _portable(data, frames, tag_list, confidence, expires_at)
     return _Artifact(set_name, {"artifact_id": f"{kind}-{content_hash([kind, body])[:24]}", **body})
+
+
+def _portable(data: Constraint | Preference | Pattern, frames: Sequence[Frame], tags: list[str], confidence: float,
+              expires_at: datetime | None) -> JSONDict:
+    """The content of an artifact memory in the memory JSON (`memory_json`): its type,
+    data, frames, tags, confidence and expiry (not its source, which becomes
+    "hmx-fingerprint", nor its importance, a salience input of this store)."""
+    out: JSONDict = {
+        "type": type(data).__name__,
+        "data": data.to_dict(),
+        "frames": [{"verb": f.verb.name.lower(), "kind": f.kind.name.lower(), "ref": f.ref}
+                   for f in sorted(set(frames), key=_frame_text)],
+        "tags": tags,
+        "confidence": confidence,
+    }
+    if expires_at is not None:
+        out["expires_at"] = iso(expires_at)
+    return out
 
 
 def _select(artifacts: Iterable[_Artifact], per_set: int) -> dict[str, list[_Artifact]]:
@@ -425,7 +450,7 @@ class _Stats:
                 self.domains[_label(data.subject)] += 1
             if data.stance in ("doubt", "suspect") or data.evidence_against:
                 self.contradicted += 1
-        artifact = _artifact(data, m.frames, m.tags, m.confidence)
+        artifact = _artifact(data, m.frames, m.tags, m.confidence, m.expires_at)
         if artifact is not None:
             self.artifacts.setdefault(artifact.artifact_id, artifact)
 
@@ -512,10 +537,20 @@ class _Stats:
 # Export
 
 
-def export(store: InteropStore, tier: str = "full") -> JSONDict:
-    """The store's fingerprint in `tier`, wrapped in its export envelope."""
+def export(store: InteropStore, tier: str = "full", *, tags: Sequence[str] | None = None,
+           expires_at: datetime | str | None = None) -> JSONDict:
+    """The store's fingerprint in `tier`, wrapped in its export envelope. `tags`: the
+    fingerprint's categorization tags (default: the exported artifacts' tags, without
+    the tags HMX imports write); `expires_at`: when it goes stale (default: never)."""
     if tier not in TIERS:
         raise ValidationError("tier", f"must be one of {', '.join(TIERS)}", tier)
+    extra: JSONDict = {"compiler_state": compiler_state(store.weights())}
+    if tags is not None:
+        if isinstance(tags, (str, bytes)) or not all(isinstance(t, str) and t for t in tags) or len(tags) > MAX_TAGS:
+            raise ValidationError("tags", f"must be a list of at most {MAX_TAGS} non-empty strings", tags)
+        extra["tags"] = list(tags)
+    if expires_at is not None:
+        extra["expires_at"] = iso(parse_time("expires_at", expires_at))
     actor = str(store.stats()["actor"])
     root = store.root()
     stats = _Stats()
@@ -532,7 +567,10 @@ def export(store: InteropStore, tier: str = "full") -> JSONDict:
         artifacts = [a for name in ARTIFACT_SETS for a in chosen[name]]
         clusters = _clusters(a for name in ARTIFACT_SETS for a in cluster_source[name])
         clusters = clusters[: max(0, len(clusters) - dropped_clusters)]
-        fingerprint = _fingerprint(stats, tier, actor, root, chosen, clusters, sorted(artifacts, key=_Artifact.rank), entries)
+        if tags is None:
+            extra["tags"] = sorted({t for a in artifacts for t in a.summary["tags"] if not _MACHINE_TAG.match(t)})[:MAX_TAGS]
+        fingerprint = _fingerprint(stats, tier, actor, root, chosen, clusters, sorted(artifacts, key=_Artifact.rank), entries,
+                                   extra)
         if len(canonical_json(fingerprint)) <= TIER_LIMITS[tier]:
             break
         largest = max(ARTIFACT_SETS, key=lambda name: (len(chosen[name]), name))
@@ -554,7 +592,7 @@ def export(store: InteropStore, tier: str = "full") -> JSONDict:
 
 
 def _fingerprint(stats: _Stats, tier: str, actor: str, root: str, chosen: Mapping[str, list[_Artifact]],
-                 clusters: list[JSONDict], priority: Sequence[_Artifact], entries: int) -> JSONDict:
+                 clusters: list[JSONDict], priority: Sequence[_Artifact], entries: int, extra: JSONDict) -> JSONDict:
     summaries: JSONDict = {
         name: [a.summary for a in sorted(chosen[name], key=lambda a: a.artifact_id)] for name in ARTIFACT_SETS
     }
@@ -575,6 +613,7 @@ def _fingerprint(stats: _Stats, tier: str, actor: str, root: str, chosen: Mappin
         "source_event_count": stats.events,
         "source_artifact_count": len(stats.artifacts),
     }
+    fingerprint.update(extra)
     fingerprint["fingerprint_id"] = "fp-" + content_hash(fingerprint)[:32]
     fingerprint["fingerprint_hash"] = content_hash(fingerprint)
     return fingerprint
@@ -586,27 +625,47 @@ def _fingerprint(stats: _Stats, tier: str, actor: str, root: str, chosen: Mappin
 
 def import_(store: InteropStore, envelope: Mapping[str, Any] | str | bytes) -> int:
     """Import an exported fingerprint (a dict, or its JSON text); return how many
-    artifact memories were written (see the module docstring)."""
+    artifact memories were written (see the module docstring and `import_report`)."""
+    return import_report(store, envelope).written
+
+
+def import_report(store: InteropStore, envelope: Mapping[str, Any] | str | bytes) -> FingerprintImport:
+    """`import_`, saying what it did: the artifacts written, the fields seed 003 does
+    not define (kept in the import record's attributes), warnings (a newer
+    `fingerprint_version`, priors too large to keep), and whether the context priors
+    were stored and the compiler state recorded."""
     env = _parse(envelope)
     fingerprint = _checked(env)
-    marker = import_tag(str(fingerprint["fingerprint_id"]))
+    fingerprint_id = str(fingerprint["fingerprint_id"])
+    marker = import_tag(fingerprint_id)
     if store.find(tags=[marker], limit=1, include_tombstoned=True):
-        return 0
+        return FingerprintImport(fingerprint_id, 0, already_imported=True)
+    unknown = unknown_fields(env)
+    warnings: list[str] = []
+    version = int(fingerprint["fingerprint_version"])
+    if version > FINGERPRINT_VERSION:
+        warnings.append(f"fingerprint_version {version} is newer than {FINGERPRINT_VERSION}: imported best-effort"
+                        + (f", {len(unknown)} unknown fields kept" if unknown else ""))
     writes = _artifact_writes(fingerprint["artifact_summaries"])
+    kept, kept_warnings = kept_writes(fingerprint, fingerprint_id)
+    warnings += kept_warnings
     existing = _live_artifact_ids(store)
     new: list[Write] = []
     for write in writes:
-        artifact = _artifact(write.data, write.frames, write.tags, write.confidence)
+        artifact = _artifact(write.data, write.frames, write.tags, write.confidence, write.expires_at)
         if artifact is not None and artifact.artifact_id not in existing:
             existing.add(artifact.artifact_id)
             new.append(write)
     source = str(fingerprint.get("agent_id") or fingerprint["tenant_id"])
     record = Event(
         kind="observation", outcome="success", counterparty=cut_utf8(source, 256),
-        summary=f"imported HMX fingerprint {fingerprint['fingerprint_id']}: {len(new)} artifacts",
+        summary=f"imported HMX fingerprint {fingerprint_id}: {len(new)} artifacts",
     )
-    store.write_many([*new, Write(record, tags=(marker,), source="hmx-fingerprint")])
-    return len(new)
+    store.write_many([*new, *kept, Write(record, tags=(marker,), source="hmx-fingerprint",
+                                         attributes=record_attributes(unknown, warnings))])
+    tags = {w.tags[0] for w in kept}
+    return FingerprintImport(fingerprint_id, len(new), tuple(unknown), tuple(warnings), PRIORS_TAG in tags,
+                             COMPILER_STATE_TAG in tags)
 
 
 def _parse(envelope: object) -> Mapping[str, Any]:
@@ -656,6 +715,7 @@ def _checked(env: Mapping[str, Any]) -> Mapping[str, Any]:
     version = fingerprint.get("fingerprint_version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ValidationError("fingerprint.fingerprint_version", "must be an integer >= 1", version)
+    check_optional(fingerprint)
     for key in ("artifact_summaries", "behavioral_patterns", "graph_digest", "semantic_summary", "context_priors", "metadata"):
         if not isinstance(fingerprint.get(key), Mapping):
             raise ValidationError(f"fingerprint.{key}", "must be an object", fingerprint.get(key))
@@ -677,7 +737,7 @@ def _live_artifact_ids(store: InteropStore) -> set[str]:
     for type_name in ("Constraint", "Preference", "Pattern"):
         if counts.get(type_name):
             for m in store.find(type=type_name, limit=int(counts[type_name])):
-                artifact = _artifact(m.data, m.frames, m.tags, m.confidence)
+                artifact = _artifact(m.data, m.frames, m.tags, m.confidence, m.expires_at)
                 if artifact is not None:
                     ids.add(artifact.artifact_id)
     return ids
@@ -751,12 +811,30 @@ def _artifact_writes(summaries: Mapping[str, Any]) -> list[Write]:
         for i, item in enumerate(items):
             s = _Summary(f"{path}[{i}]", item)
             try:
-                writes.append(_IMPORTERS[set_name](s))
+                exact = s.obj.get("cortex_memory")
+                writes.append(_IMPORTERS[set_name](s) if exact is None else _exact(set_name, exact))
             except ValidationError as exc:
                 if exc.field.startswith(s.path):
                     raise
                 raise type(exc)(f"{s.path}.{exc.field}", exc.rule, exc.value) from None
     return writes
+
+
+_EXACT_TYPES: Mapping[str, tuple[str, ...]] = {"policy_set": ("Constraint", "Preference"), "task_schema_set": ("Pattern",),
+                                               "playbook_set": ("Pattern",)}
+
+
+def _exact(set_name: str, obj: object) -> Write:
+    """The memory a summary's `cortex_memory` holds (an export by cortex), exactly."""
+    try:
+        write = memory_from_json(obj)
+    except ValidationError as exc:
+        raise type(exc)(f"cortex_memory.{exc.field}", exc.rule, exc.value) from None
+    if type(write.data).__name__ not in _EXACT_TYPES[set_name]:
+        raise ValidationError("cortex_memory.type", f"must be one of {', '.join(_EXACT_TYPES[set_name])} in {set_name}",
+                              type(write.data).__name__)
+    return Write(write.data, frames=write.frames, tags=write.tags, confidence=write.confidence,
+                 expires_at=write.expires_at, source="hmx-fingerprint")
 
 
 def _policy(s: _Summary) -> Write:

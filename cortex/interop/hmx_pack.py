@@ -86,7 +86,7 @@ def synthesize(store: InteropStore, bundle: Bundle, query_context: str | Mapping
     from .fingerprint import stored_priors  # the fingerprint module imports this one
 
     pool = [store.resolve_latest(memory_id) for memory_id in bundle.dropped_ids[:POOL_LIMIT]]
-    priors = stored_priors(store)
+    priors = stored_priors(store, bundle.now)
     if max_tokens is None and priors is not None and isinstance(priors.get("default_token_budget"), int):
         max_tokens = int(priors["default_token_budget"]) or None
     actor = str(store.stats()["actor"])

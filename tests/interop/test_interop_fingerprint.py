@@ -77,7 +77,12 @@ def test_the_summaries_and_statistics_say_what_the_store_holds(store):
                              "prefer: eu-west — latency", "prefer: tone"}  # the tombstoned soft constraint is gone
     hard = policies["[hard] dont never pay above 2 USD/h"]
     assert hard == {"artifact_id": hard["artifact_id"], "condition": "price check", "recommendation": "[hard] dont never pay above 2 USD/h",
-                    "scope": ["acquire:service:gpu_inference"], "confidence": 1.0, "outcome_count": 0, "tags": ["billing"]}
+                    "scope": ["acquire:service:gpu_inference"], "confidence": 1.0, "outcome_count": 0, "tags": ["billing"],
+                    "cortex_memory": {"type": "Constraint", "data": {"statement": "never pay above 2 USD/h", "strength": "hard",
+                                                                     "polarity": "dont", "source": "user_declared",
+                                                                     "trigger": "price check"},
+                                      "frames": [{"verb": "acquire", "kind": "service", "ref": "gpu_inference"}],
+                                      "tags": ["billing"], "confidence": 1.0}}
     assert hard["artifact_id"] == "constraint-" + content_hash(["constraint", without(hard, "artifact_id")])[:24]
     assert policies["prefer: eu-west — latency"]["confidence"] == 0.8
     schemas = {s["title"]: s for s in fp["artifact_summaries"]["task_schema_set"]}
@@ -144,7 +149,8 @@ def test_import_is_additive(store, empty):
     assert written == 5  # the hard constraint is already here: not written twice
     after = {m.id: m.to_dict() for m in empty.memories(include_tombstoned=True)}
     assert {k: after[k] for k in before} == before  # nothing existing was changed
-    assert len(after) == len(before) + written + 1  # plus the Event that records the import
+    assert len(after) == len(before) + written + 3  # plus the Event that records the import and the two Facts that keep
+    # the priors and the compiler state
     [record] = empty.find(tags=[fingerprint.import_tag(fingerprint.export(store, "full")["fingerprint"]["fingerprint_id"])], limit=5)
     assert record.data.summary.endswith(": 5 artifacts") and record.type.type_name == "Event"
     assert own and other
@@ -320,7 +326,7 @@ def test_an_empty_store_exports_an_empty_fingerprint(empty):
     assert fp["metadata"] == {"generator": "cortex", "root": "0" * 64, "memories": 0}
     assert fp["source_event_count"] == fp["source_artifact_count"] == 0
     assert fingerprint.import_(empty, envelope) == 0
-    assert len(list(empty.memories())) == 1  # only the record of the import
+    assert [m.type.type_name for m in empty.memories()] == ["Fact", "Fact", "Event"]  # the priors, the compiler state, the record
 
 
 # ---------------------------------------------------------------------------
