@@ -117,6 +117,38 @@ def link(e: Engine, src: str, edge_type: EdgeType | str, dst: str, weight: float
     return _edge(triple, record)
 
 
+def link_many(e: Engine, links: Sequence[tuple[bytes, EdgeType, bytes]]) -> int:
+    """Link many edges (raw ids, weight 1.0) in one atomic batch, one journal entry
+    each, skipping those already live; return how many were linked. Both ends of
+    each must exist (`NotFound`, nothing written); `supersedes` edges go through
+    `link()` (its cycle check)."""
+    e.check_writable()
+    with e.lock.write():
+        e.check_open()
+        now = to_micros(e.now())
+        pending = Pending()
+        entries: list[tuple[str, dict[str, Any]]] = []
+        for src, code, dst in links:
+            if code == SUPERSEDES or src == dst:
+                raise ValidationError("links", "link_many takes no supersedes edges and no self-edges", encode_id(src))
+            triple = (src, int(code), dst)
+            if triple in pending.edges:
+                continue
+            current = index.edge.stored(e.storage, triple)
+            if current is not None and current.live:
+                continue
+            for raw_id in (src, dst):
+                if e.storage.get(head_key(raw_id)) is None:
+                    raise NotFound(f"no memory {encode_id(raw_id)}")
+            pending.edges[triple] = EdgeRecord(1.0, now)
+            entries.append(("link", {"src": src, "type": int(code), "dst": dst, "weight": 1.0}))
+        if entries:
+            puts: dict[bytes, bytes | None] = {}
+            journal = stage(e, puts, e.journal, now, pending, entries)
+            e.apply(puts, journal, now)
+    return len(entries)
+
+
 def unlink(e: Engine, src: str, edge_type: EdgeType | str, dst: str, reason: str) -> None:
     """Tombstone the edge from `src` to `dst` of that type (see the module docstring)."""
     e.check_writable()

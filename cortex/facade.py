@@ -13,6 +13,7 @@ from typing import Any
 
 from . import context as _context
 from . import edges as _edges
+from . import learn as _learn
 from . import query as _query
 from . import recall as _recall
 from . import reads as _reads
@@ -25,6 +26,7 @@ from .interop import recall_pack as _recall_pack
 from .interop.migrate import Migration
 from .engine import Engine, Options, stored_actor, system_clock
 from .errors import ValidationError
+from .learn import LearnParams, LearnReport
 from .position import token_of
 from .memory import Memory
 from .model import Edge
@@ -385,6 +387,23 @@ class Cortex:
         (those the rate limit kept out of the journal or the log included)."""
         with self._engine.scopes.lock:
             return dict(self._engine.scopes.violations)
+
+    # -- learning (docs/learning.md) -------------------------------------------------
+
+    def learn(self, *, full: bool = False, params: LearnParams | None = None) -> LearnReport:
+        """Compile the store's event traces into HMX-A artifacts (Pattern memories):
+        incrementally from the watermark, or every event again with `full=True`.
+        Deterministic, zero model calls. See `cortex.learn` and docs/learning.md."""
+        return _learn.learn(self._engine, full=full, params=_learn.DEFAULT if params is None else params)
+
+    def artifacts(self, type: str | None = None, status: str | None = None) -> list[Memory]:
+        """The learned artifact memories (of one artifact type, in one status), by artifact id."""
+        self._engine.check_open()
+        return self._engine.read(lambda: _learn.artifacts(self._engine, type, status))
+
+    def artifact_forms(self, type: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
+        """The learned artifacts as HMX-A JSON forms (`cortex.learn.artifacts.schema()`)."""
+        return [_learn.hmx_form(m) for m in self.artifacts(type, status)]
 
     # -- upkeep ----------------------------------------------------------------
 

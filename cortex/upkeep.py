@@ -15,7 +15,7 @@ from collections.abc import Callable
 from itertools import islice
 from typing import NamedTuple
 
-from . import index
+from . import index, learn
 from .engine import Engine
 from .errors import CorruptRecord
 from .ids import encode_id
@@ -193,12 +193,14 @@ def verify(e: Engine) -> list[str]:
     Checks the journal chain against the stored root, that every head has all
     its versions and every record decodes, and that the derived keys (index
     entries, salience records, trusted signers and revocations) are exactly what
-    the canonical keys imply.
+    the canonical keys imply, and that every learned artifact's numbers are a
+    recount of its events (`cortex.learn.check`).
     """
     e.check_open()
     problems: list[str] = []
     try:
         _verify_into(e, problems)
+        problems.extend(learn.check(e))  # learned artifacts against a recount of their events
     except CorruptRecord as exc:
         # RocksDB found a damaged block (a checksum mismatch) under a scan or read:
         # the checks that needed it could not run.

@@ -260,8 +260,10 @@ def _stage(e: Engine, puts: dict[bytes, bytes | None], journal: JournalHead, now
     return append(puts, journal, kind, now, payload), after[raw_id]
 
 
-def update(e: Engine, uri: str, data: MemoryData) -> str:
-    """Write a new version of a memory (same id, same type); return its URI."""
+def update(e: Engine, uri: str, data: MemoryData, *, provenance: Provenance | None = None) -> str:
+    """Write a new version of a memory (same id, same type); return its URI. The new
+    version keeps the provenance of the one it replaces unless `provenance` is given
+    (`cortex.learn` gives a compiled artifact's new payload this way)."""
     e.check_writable()
     ref = parse_uri(uri)
     check_data(data)
@@ -272,10 +274,11 @@ def update(e: Engine, uri: str, data: MemoryData) -> str:
             raise TypeMismatch("data", f"must be a {old.type.type_name} like the memory; got {type(data).__name__}", data)
         now = to_micros(e.now())
         number = old.version + 1
+        prov = old.prov if provenance is None else provenance
         head = old._replace(version=number, updated=now, data=data, forms=(form.short, form.medium),
-                            tokens=(form.short_tokens, form.medium_tokens, form.full_tokens))
+                            tokens=(form.short_tokens, form.medium_tokens, form.full_tokens), prov=prov)
         digest = content_hash(data.to_record())
-        version = Version(data, now, e.actor, old.confidence, old.source, head.forms, head.tokens, digest, old.prov)
+        version = Version(data, now, e.actor, old.confidence, old.source, head.forms, head.tokens, digest, prov)
         payload = with_content(e.journal, {"id": raw_id, "version": number, "pinned": is_pinned(data)}, digest)
         e.commit("update", now, payload, {raw_id: (old, head)}, {version_key(raw_id, number): version.encode()})
     return str(URI(head.type, raw_id, number))
