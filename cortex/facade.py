@@ -401,6 +401,12 @@ class Cortex:
         self._engine.check_open()
         return self._engine.read(lambda: _learn.artifacts(self._engine, type, status))
 
+    def learn_params(self) -> dict[str, Any] | None:
+        """The thresholds of the store's last `learn()` (None before the first)."""
+        self._engine.check_open()
+        params = self._engine.read(lambda: _learn.params_of(self._engine))
+        return None if params is None else params.to_dict()
+
     def artifact_forms(self, type: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
         """The learned artifacts as HMX-A JSON forms (`cortex.learn.artifacts.schema()`)."""
         return [_learn.hmx_form(m) for m in self.artifacts(type, status)]

@@ -12,6 +12,7 @@ store's life.
     cortex verify STORE                  check the whole store (exit 1 on problems)
     cortex rebuild STORE                 recreate the derived keys
     cortex optimize STORE                pack hot objects' frame entries, merge the newest files
+    cortex learn STORE                   compile event traces into artifacts (docs/learning.md)
     cortex bench                         the benchmark harness on a temporary store
     cortex demo                          a small agent's store, explained
 
@@ -27,7 +28,7 @@ Conventions, the same for every command:
   on standard error (the traceback too with `cortex --debug ...`).
 
 Adding a command is one decorated function in the module of its group (life, reads,
-moving, demo, bench, serve): it opens the store with `_common._open()` and prints with
+moving, learning, demo, bench, serve): it opens the store with `_common._open()` and prints with
 `click.echo` or `_common._echo_json()`; errors need no handling of their own.
 """
 
@@ -41,7 +42,7 @@ from collections.abc import Sequence
 import click
 
 # The command groups, imported in the order `cortex --help` lists them (a store's life).
-from . import life, reads, bench, demo, moving, serve  # noqa: F401 - each registers its commands
+from . import life, reads, learning, bench, demo, moving, serve  # noqa: F401 - each registers its commands
 from ._common import cli
 
 __all__ = ["cli", "main"]

@@ -19,7 +19,11 @@ exporting the memory it became gives the same summary back:
 
 Frames are written `verb:kind:ref`; `tags` are the memory's tags, sorted;
 `outcome_count` is 0 (citations are this store's usage counters and do not travel);
-`playbook_set` is empty (no cortex type is a failure playbook). `artifact_id` is
+Artifacts `learn()` compiled (docs/learning.md; active ones) fill the sets from
+their HMX-A content: task schemas with their steps in `task_schema_set`, failure
+playbooks in `playbook_set`, decision policies in `policy_set`, under their own
+`art-` ids; `compiler_state` adds the thresholds of the store's last learn as
+`learn.<name>` rows. Otherwise `playbook_set` is empty. `artifact_id` is
 `<type>-` and 24 hex digits of the SHA-256 of the summary's other fields.
 `cluster_summaries` group the tier's artifacts by each tag two or more of them
 share. Each summary also holds `cortex_memory`: the memory itself in the memory
@@ -107,6 +111,8 @@ from ..errors import FingerprintIntegrityError, ValidationError
 from ..memory import Memory
 from ..model import Belief, Constraint, Event, Fact, Frame, ObjKind, Pattern, Preference
 from ..writes import Write
+from ..learn.artifacts import PAYLOAD_KEY as LEARNED_PAYLOAD
+from ..learn import params as learn_params
 from . import InteropStore
 from .canonical import JSONDict, canonical_json, content_hash, cut_utf8, without
 from .fingerprint_fields import (
@@ -205,8 +211,9 @@ class _Artifact:
 
     @property
     def count(self) -> int:
-        """How often it was seen: a policy's outcome_count, a schema's observed_count."""
-        key = "outcome_count" if self.set_name == "policy_set" else "observed_count"
+        """How often it was seen: a policy's outcome_count, a schema's observed_count, a
+        playbook's occurrence_count."""
+        key = {"policy_set": "outcome_count", "playbook_set": "occurrence_count"}.get(self.set_name, "observed_count")
         return int(self.summary[key])
 
     def rank(self) -> tuple[float, float, str]:
@@ -215,10 +222,14 @@ class _Artifact:
 
 
 def _artifact(data: object, frames: Sequence[Frame], tags: Iterable[str], confidence: float,
-              expires_at: datetime | None = None) -> _Artifact | None:
+              expires_at: datetime | None = None, attributes: Mapping[str, Any] | None = None) -> _Artifact | None:
     """The summary of a memory (or of a `cortex.Write`), None for non-artifact types.
     `cortex_memory` holds the memory exactly (`_portable`), so that an import by
-    cortex loses nothing; other readers have the seed's fields."""
+    cortex loses nothing; other readers have the seed's fields. A Pattern that
+    `learn()` compiled (its `attributes` hold the artifact) is summarised from its
+    artifact (`_learned`)."""
+    if isinstance(data, Pattern) and attributes is not None and isinstance(attributes.get(LEARNED_PAYLOAD), Mapping):
+        return _learned(attributes[LEARNED_PAYLOAD], frames, tags)
     frame_texts = sorted({_frame_text(f) for f in frames})
     tag_list = sorted(set(tags))
     if isinstance(data, Constraint):
@@ -278,6 +289,47 @@ def _portable(data: Constraint | Preference | Pattern, frames: Sequence[Frame], 
     if expires_at is not None:
         out["expires_at"] = iso(expires_at)
     return out
+
+
+def _learned(body: Mapping[str, Any], frames: Sequence[Frame], tags: Iterable[str]) -> _Artifact | None:
+    """The summary of an artifact `learn()` compiled (docs/learning.md): active ones
+    only; task schemas, failure playbooks and decision policies have a set, causal
+    patterns and strategy templates none."""
+    if "hmx.status:active" not in tags:
+        return None
+    c = body["content"]
+    kind = body["artifact_type"]
+    base: JSONDict = {"artifact_id": body["artifact_id"], "tags": [f"hmx.artifact:{kind}"]}
+    if kind == "task_schema":
+        return _Artifact("task_schema_set", {
+            **base, "title": body["title"], "steps": c["steps"], "tools_used": c["tools_used"],
+            "preconditions": c["preconditions"], "postconditions": c["postconditions"], "complexity": c["complexity"],
+            "success_rate": c["success_rate"], "observed_count": c["observed_count"], "confidence": c["confidence"]})
+    if kind == "failure_playbook":
+        return _Artifact("playbook_set", {
+            **base, "title": body["title"], "failure_pattern": c["failure_pattern"],
+            "trigger_conditions": c["trigger_conditions"], "recovery_steps": c["recovery_steps"],
+            "prevention_strategies": c["prevention_strategies"], "severity": c["severity"],
+            "occurrence_count": c["occurrence_count"], "confidence": c["confidence"]})
+    if kind == "decision_policy":
+        return _Artifact("policy_set", {
+            **base, "condition": c["condition"], "recommendation": c["recommendation"],
+            "scope": sorted({_frame_text(f) for f in frames}), "confidence": c["confidence"],
+            "outcome_count": c["outcome_count"]})
+    return None
+
+
+def _with_learn_params(state: JSONDict, params: Mapping[str, Any] | None) -> JSONDict:
+    """`compiler_state` with the thresholds of the store's last learn added as
+    `learn.<name>` rows (frozen: set by the caller, never adapted), when it learned."""
+    if params is None:
+        return state
+    baseline = learn_params.DEFAULT.to_dict()
+    rows = [{"parameter": f"learn.{name}", "current_value": float(params[name]), "baseline_value": float(baseline[name]),
+             "delta": round(float(params[name]) - float(baseline[name]), 12), "adaptation_count": 0, "frozen": True}
+            for name in sorted(params)]
+    return {**state, "total_parameters": state["total_parameters"] + len(rows),
+            "adapted_parameters": [*state["adapted_parameters"], *rows]}
 
 
 def _select(artifacts: Iterable[_Artifact], per_set: int) -> dict[str, list[_Artifact]]:
@@ -450,7 +502,7 @@ class _Stats:
                 self.domains[_label(data.subject)] += 1
             if data.stance in ("doubt", "suspect") or data.evidence_against:
                 self.contradicted += 1
-        artifact = _artifact(data, m.frames, m.tags, m.confidence, m.expires_at)
+        artifact = _artifact(data, m.frames, m.tags, m.confidence, m.expires_at, m.attributes)
         if artifact is not None:
             self.artifacts.setdefault(artifact.artifact_id, artifact)
 
@@ -544,7 +596,7 @@ def export(store: InteropStore, tier: str = "full", *, tags: Sequence[str] | Non
     the tags HMX imports write); `expires_at`: when it goes stale (default: never)."""
     if tier not in TIERS:
         raise ValidationError("tier", f"must be one of {', '.join(TIERS)}", tier)
-    extra: JSONDict = {"compiler_state": compiler_state(store.weights())}
+    extra: JSONDict = {"compiler_state": _with_learn_params(compiler_state(store.weights()), store.learn_params())}
     if tags is not None:
         if isinstance(tags, (str, bytes)) or not all(isinstance(t, str) and t for t in tags) or len(tags) > MAX_TAGS:
             raise ValidationError("tags", f"must be a list of at most {MAX_TAGS} non-empty strings", tags)
@@ -737,7 +789,7 @@ def _live_artifact_ids(store: InteropStore) -> set[str]:
     for type_name in ("Constraint", "Preference", "Pattern"):
         if counts.get(type_name):
             for m in store.find(type=type_name, limit=int(counts[type_name])):
-                artifact = _artifact(m.data, m.frames, m.tags, m.confidence, m.expires_at)
+                artifact = _artifact(m.data, m.frames, m.tags, m.confidence, m.expires_at, m.attributes)
                 if artifact is not None:
                     ids.add(artifact.artifact_id)
     return ids

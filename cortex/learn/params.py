@@ -30,7 +30,7 @@ class LearnParams:
     # patterns of `min_steps` to `max_steps` steps are mined.
     min_steps: int = 2
     max_steps: int = 8
-    max_gap: int = 1
+    max_gap: int = 2
     # A mined pattern is reported unless a longer one holds at least this share of
     # its supporting sessions (it then says the same thing with more steps).
     cover_share: float = 0.7

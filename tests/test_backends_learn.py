@@ -1,0 +1,12 @@
+"""tests/test_learn.py (learn(): artifacts compiled from traces) again, on PostgreSQL (the mapping: tests/backends.py)."""
+
+import pytest
+
+from test_learn import *  # noqa: F403 - the suite's tests and fixtures, collected again here
+
+pytest_plugins = ["pgfixture", "backends"]  # no-ops once tests/conftest.py lists them
+
+pytestmark = pytest.mark.usefixtures("postgresql_stores")  # first among the module's fixtures
+
+ROCKSDB_ONLY: dict[str, str] = {}
+NO_STORE = {"test_defaults_are_one_frozen_value"}
