@@ -44,6 +44,23 @@ def steps_of(entries) -> list[tuple[str, bool]]:
     return [(label(name), bool(ok)) for kind, name, ok in entries if kind == "call"]
 
 
+def clean_path(steps: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    """The steps schemas are mined from: a failed step retried later with success is
+    dropped with the steps up to that retry."""
+    out = []
+    i = 0
+    while i < len(steps):
+        lab, ok = steps[i]
+        if not ok:
+            later = [j for j in range(i + 1, len(steps)) if steps[j] == (lab, True)]
+            if later:
+                i = later[0]
+                continue
+        out.append(steps[i])
+        i += 1
+    return out
+
+
 def draft_support(n: int, p) -> int:
     return max(p.draft_min_sessions, math.ceil(p.draft_min_share * n))
 
@@ -68,8 +85,7 @@ def brute_occurs(seq: list[str], pattern: tuple[str, ...], gap: int) -> list[int
 
 def brute_patterns(sessions, p) -> dict[tuple[str, ...], int]:
     """Frequent gap-constrained patterns over the frequent labels, by enumerating every position combination."""
-    seqs = [[lab for lab, _ in steps_of(s)] for s in sessions]
-    seqs = [s for s in seqs if s]
+    seqs = [[lab for lab, _ in clean_path(steps_of(s))] for s in sessions if steps_of(s)]
     n = len(seqs)
     minsup = draft_support(n, p)
     support = Counter(lab for s in seqs for lab in set(s))
@@ -93,5 +109,8 @@ def brute_schemas(sessions, p) -> dict[tuple[str, ...], int]:
         it = iter(big)
         return all(any(x == y for y in it) for x in small)
 
-    return {q: c for q, c in freq.items()
-            if not any(len(r) > len(q) and cr >= p.cover_share * c and sub(q, r) for r, cr in freq.items())}
+    reported: dict[tuple[str, ...], int] = {}
+    for q, c in sorted(freq.items(), key=lambda kv: (-len(kv[0]), kv[0])):
+        if sum(cr for r, cr in reported.items() if len(r) > len(q) and sub(q, r)) < p.cover_share * c:
+            reported[q] = c
+    return reported

@@ -97,23 +97,48 @@ class Trace:
     def labels(self) -> list[str]:
         return [s.label for s in self.steps]
 
+    def path(self) -> list[int]:
+        """The steps a task schema is mined from (positions in `steps`): every step but
+        the detours failures forced. A failed step that the session later retries with
+        success is left out, with the steps between (the recovery, which the failure
+        playbook reports); the successful retry stays."""
+        out: list[int] = []
+        i = 0
+        steps = self.steps
+        while i < len(steps):
+            step = steps[i]
+            if step.outcome != "success":
+                retry = next((j for j in range(i + 1, len(steps))
+                              if steps[j].label == step.label and steps[j].outcome == "success"), None)
+                if retry is not None:
+                    i = retry
+                    continue
+            out.append(i)
+            i += 1
+        return out
+
 
 def trace_of(name: str, items: Sequence[Item]) -> Trace:
     """Steps from items: a step starts at every call (a dispatch) and at every event
-    that is not the result of the step before it; an event is that result when the
-    step before is a call of the same label still without one."""
+    that is not a call's result. An event is the result of the latest call of the
+    same label still without one (other events may come between them); the step
+    then takes the result's outcome."""
     steps: list[Step] = []
     decisions: list[tuple[int, str, str, bytes]] = []
     context: list[tuple[int, str, bytes]] = []
+    waiting: dict[str, Step] = {}  # label -> its latest call without a result
     for _, raw_id, code, label, outcome, detail in items:
         if code == STEP:
             is_call = detail == "call"
-            last = steps[-1] if steps else None
-            if not is_call and last is not None and last.open and last.label == label:
-                last.outcome, last.detail, last.open = outcome, detail, False
-                last.ids.append(raw_id)
+            call = None if is_call else waiting.pop(label, None)
+            if call is not None:
+                call.outcome, call.detail, call.open = outcome, detail, False
+                call.ids.append(raw_id)
             else:
-                steps.append(Step(label, outcome, [raw_id], "" if is_call else detail, is_call))
+                step = Step(label, outcome, [raw_id], "" if is_call else detail, is_call)
+                steps.append(step)
+                if is_call:
+                    waiting[label] = step
         elif code == DECISION:
             decisions.append((len(steps), label, detail, raw_id))
         elif code == CONTEXT:
@@ -181,6 +206,7 @@ class _Tally:
 
     sessions: int = 0  # sessions with steps
     successes: int = 0
+    path_support: Counter[str] = field(default_factory=Counter)  # sessions whose path holds the label
     label_support: Counter[str] = field(default_factory=Counter)
     label_success: Counter[str] = field(default_factory=Counter)
     label_evidence: dict[str, list[bytes]] = field(default_factory=dict)
@@ -206,6 +232,7 @@ def _tally(params: LearnParams, traces: Iterable[Trace]) -> _Tally:
         ok = tr.success
         t.successes += ok
         last = tr.steps[-1]
+        t.path_support.update({tr.steps[i].label for i in tr.path()})
         seen: set[str] = set()
         for step in tr.steps:
             if step.label in seen:
@@ -276,21 +303,23 @@ def _projected(traces: Callable[[], Iterable[Trace]], keep: set[str]) -> Callabl
     def passes() -> Iterable[list[str]]:
         for tr in traces():
             if tr.steps:
-                yield [label for label in tr.labels() if label in keep]
+                yield [tr.steps[i].label for i in tr.path() if tr.steps[i].label in keep]
 
     return passes
 
 
 def _frequent_labels(params: LearnParams, tally: _Tally) -> set[str]:
-    """The labels in at least the draft support of sessions: the steps patterns are
-    made of (and between which gaps are counted)."""
+    """The labels on the paths of at least the draft support of sessions: the steps
+    patterns are made of (and between which gaps are counted)."""
     minsup = params.draft_support(tally.sessions)
-    return {label for label, c in tally.label_support.items() if c >= minsup}
+    return {label for label, c in tally.path_support.items() if c >= minsup}
 
 
 def mined_patterns(params: LearnParams, traces: Callable[[], Iterable[Trace]], tally: _Tally) -> dict[tuple[str, ...], int]:
     """The reported patterns: frequent (draft support), `min_steps` long or more, and
-    not covered by a longer frequent pattern holding `cover_share` of their support."""
+    not covered: from the longest down, a pattern is left out when the longer
+    patterns already reported that contain it hold, their supports summed, at least
+    `cover_share` of its support (it says less than they do)."""
     minsup = params.draft_support(tally.sessions)
     keep = _frequent_labels(params, tally)
     if not keep:
@@ -300,9 +329,8 @@ def mined_patterns(params: LearnParams, traces: Callable[[], Iterable[Trace]], t
     by_len = sorted(long.items(), key=lambda kv: (-len(kv[0]), kv[0]))
     reported: dict[tuple[str, ...], int] = {}
     for p, s in by_len:
-        covered = any(len(q) > len(p) and sq >= params.cover_share * s and mine.is_subsequence(p, q)
-                      for q, sq in long.items())
-        if not covered:
+        held = sum(sq for q, sq in reported.items() if len(q) > len(p) and mine.is_subsequence(p, q))
+        if held < params.cover_share * s:
             reported[p] = s
     return reported
 
@@ -316,7 +344,7 @@ def _task_schemas(params: LearnParams, traces: Callable[[], Iterable[Trace]], ta
     for tr in traces():
         if not tr.steps:
             continue
-        index = [i for i, s in enumerate(tr.steps) if s.label in keep]
+        index = [i for i in tr.path() if tr.steps[i].label in keep]
         seq = [tr.steps[i].label for i in index]
         for p, st in stats.items():
             positions = mine.first_occurrence(seq, p, params.max_gap)
@@ -452,7 +480,7 @@ def _strategies(params: LearnParams, traces: Callable[[], Iterable[Trace]], sche
     for tr in traces():
         if not tr.steps:
             continue
-        seq = _project(tr.labels(), keep)  # the miner's projection: gaps count frequent steps
+        seq = [tr.steps[i].label for i in tr.path() if tr.steps[i].label in keep]  # the miner's sequence
         spans = {}
         for i, (_, p) in enumerate(patterns):
             found = mine.ends(seq, p, params.max_gap)
@@ -479,6 +507,3 @@ def _strategies(params: LearnParams, traces: Callable[[], Iterable[Trace]], sche
                             tuple(evidence[a, b]), ok[a, b], rate))
     return out
 
-
-def _project(seq: list[str], keep: set[str]) -> list[str]:
-    return [label for label in seq if label in keep]

@@ -31,8 +31,8 @@ class LearnParams:
     min_steps: int = 2
     max_steps: int = 8
     max_gap: int = 2
-    # A mined pattern is reported unless a longer one holds at least this share of
-    # its supporting sessions (it then says the same thing with more steps).
+    # A mined pattern is reported unless the longer reported patterns containing it
+    # hold at least this share of its support (summed): they say more.
     cover_share: float = 0.7
     # An artifact whose confidence falls below this is deprecated.
     deprecate_below: float = 0.25
