@@ -13,6 +13,7 @@ from typing import Any
 
 from . import context as _context
 from . import edges as _edges
+from . import erasure as _erasure
 from . import learn as _learn
 from . import query as _query
 from . import recall as _recall
@@ -222,6 +223,14 @@ class Cortex:
     def tombstone(self, uri: str, reason: str) -> None:
         """Soft-delete a memory: it leaves every tier but stays resolvable. Idempotent."""
         _writes.tombstone(self._engine, uri, reason)
+
+    def erase(self, uri: str, reason: str) -> None:
+        """Remove the content of every version of a memory from the store for good
+        (data, forms, provenance, index entries), journal who erased it, when, why and
+        the hashes of what was erased, and purge the storage so the bytes leave its
+        files. `root()` and `verify()` still hold; the memory no longer resolves.
+        See docs/trust.md."""
+        _erasure.erase(self._engine, uri, reason)
 
     def attest(self, cited: Iterable[str], outcome: str, reason: str | None = None) -> None:
         """Feedback on memories an agent relied on (DESIGN §5).

@@ -241,10 +241,10 @@ def cli_run(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_every_command_s_help_has_an_example_and_the_closed_sets(capsys):
     status, out, _ = cli_run(capsys, "--help")
-    commands = ["init", "write", "attest", "tombstone", "rebuild", "optimize", "context", "resolve", "find", "stats", "verify", "learn",
+    commands = ["init", "write", "attest", "tombstone", "erase", "rebuild", "optimize", "context", "resolve", "find", "stats", "verify", "learn",
                 "bench", "demo", "export", "import", "import-hmx", "export-fingerprint", "import-fingerprint", "migrate", "bench-fleet"]
     listed = [ln.split()[0] for ln in out.split("Commands:\n")[1].split("\n\n")[0].splitlines()]
-    order = commands[:13] + ["bench-fleet"] + commands[13:-1] + ["mcp"]
+    order = commands[:14] + ["bench-fleet"] + commands[14:-1] + ["mcp"]
     assert status == 0 and listed == order  # mcp's help is the MCP server's own (cortex mcp --help)
     assert "_CORTEX_COMPLETE=bash_source cortex" in out
     for command in commands:

@@ -1,4 +1,4 @@
-"""Commands of a store's life: init, write, attest, tombstone, rebuild, optimize."""
+"""Commands of a store's life: init, write, attest, tombstone, erase, rebuild, optimize."""
 
 from __future__ import annotations
 
@@ -152,6 +152,21 @@ def tombstone(store: str, uri: str, reason: str, actor: str | None) -> int:
     with _open(store, actor, write=True) as c:
         c.tombstone(uri, reason)
     click.echo(f"tombstoned {uri}")
+    return 0
+
+
+@cli.command(short_help="Remove a memory's content for good.", epilog=_epilog(
+    'cortex erase ./store cortex://Fact/01J...#1 --reason "the user asked to forget their card"'))
+@_store_argument
+@click.argument("uri")
+@click.option("--reason", required=True, help="Why (kept in the journal with who and when).")
+@_actor_option
+def erase(store: str, uri: str, reason: str, actor: str | None) -> int:
+    """Erase a memory: the content of every version leaves the store and its files;
+    the journal keeps who, when, why and the hashes of what was erased (docs/trust.md)."""
+    with _open(store, actor, write=True) as c:
+        c.erase(uri, reason)
+    click.echo(f"erased {uri}")
     return 0
 
 

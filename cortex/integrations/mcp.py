@@ -1,7 +1,7 @@
 """An MCP server over a cortex store (DESIGN §13), on the official `mcp` SDK 2.x.
 
-    python -m cortex.integrations.mcp STORE [--actor A] [--read-only]
-    cortex mcp STORE [--actor A] [--read-only]            (the CLI calls `main`)
+    python -m cortex.integrations.mcp STORE [--actor A] [--read-only | --allow-erase]
+    cortex mcp STORE [--actor A] [--read-only | --allow-erase]   (the CLI calls `main`)
 
 The actor is read from the store when `--actor` is not given (it is needed to
 create a new store).
@@ -21,6 +21,9 @@ Cursor, any MCP client) can give a model the store's memories. Tools:
   first, within a token budget (`cortex.integrations.mcp_recall`, docs/recall.md).
 * `attest(cited, outcome, reason)`: feedback on memories the model relied on.
 * `forget(uri, reason)`: tombstone a memory.
+* `erase(uri, reason)`, only with `--allow-erase`: remove a memory's content for good
+  (`Cortex.erase`, docs/trust.md). Off by default: a model that can erase can
+  destroy what it cannot read back.
 
 and a resource `cortex://pinned` with the pinned memories' Markdown. The input
 schemas list the closed sets (verbs, object kinds, memory types, forms, tiers) as
@@ -31,7 +34,8 @@ opened with `mode="r"` (beside a writer process) and only `context`, `resolve`, 
 `find` are offered; each of them first catches up with the writer, so the server
 sees every write the writer has acknowledged.
 
-Logs go to stderr; stdout carries the protocol alone.
+Logs go to stderr; stdout carries the protocol alone. A line that is not a JSON-RPC
+message gets a JSON-RPC error reply (`cortex.integrations.mcp_stdio`).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ import cortex
 from cortex.interop.memory_json import TYPE_NAMES, data_fields, iso, memory_from_json, memory_to_json
 
 from .mcp_recall import recall_tool
+from .mcp_stdio import run_stdio
 
 __all__ = ["build_server", "main", "VERBS", "KINDS", "FORMS", "TIERS", "READ_TOOLS", "WRITE_TOOLS"]
 
@@ -64,6 +69,7 @@ FORMS: tuple[str, ...] = ("short", "medium", "full")
 TIERS: tuple[str, ...] = tuple(t.value for t in cortex.Tier)
 READ_TOOLS: tuple[str, ...] = ("context", "resolve", "find", "recall")
 WRITE_TOOLS: tuple[str, ...] = ("remember", "attest", "forget")
+ERASE_TOOL = "erase"  # offered only when the server is started with --allow-erase
 PINNED_URI = "cortex://pinned"
 
 _log = logging.getLogger("cortex.mcp")
@@ -187,12 +193,15 @@ def memory_dict(memory: cortex.Memory) -> dict[str, Any]:
 # The server
 
 
-def build_server(c: cortex.Cortex, read_only: bool) -> MCPServer:
+def build_server(c: cortex.Cortex, read_only: bool, allow_erase: bool = False) -> MCPServer:
     """An `MCPServer` whose tools call the open store `c`.
 
     `read_only=True` offers only the read tools (`context`, `resolve`, `find`, `recall`); pass a
-    store opened with `mode="r"` then. The caller keeps ownership of `c`.
+    store opened with `mode="r"` then. `allow_erase=True` (not with `read_only`) adds
+    the `erase` tool. The caller keeps ownership of `c`.
     """
+    if read_only and allow_erase:
+        raise cortex.ValidationError("allow_erase", "a read-only server cannot erase", allow_erase)
     server: MCPServer = MCPServer(
         "cortex",
         instructions=(
@@ -277,14 +286,26 @@ def build_server(c: cortex.Cortex, read_only: bool) -> MCPServer:
             return _result(f"tombstoned {uri}", {"uri": uri, "tombstoned": True})
         return _run(body)
 
+    def erase(uri: Uri, reason: str) -> CallToolResult:
+        """Erase a memory for good: the content of every version leaves the store (it no longer resolves).
+
+        Only for content that must not be kept (personal data, secrets); `forget` retires a wrong memory.
+        """
+        def body() -> CallToolResult:
+            c.erase(uri, reason)
+            return _result(f"erased {uri}", {"uri": uri, "erased": True})
+        return _run(body)
+
     reads: list[Callable[..., CallToolResult]] = [context, resolve, find, recall_tool(c, catch_up, _run, _result)]
     writes: list[Callable[..., CallToolResult]] = [remember, attest, forget]
+    if allow_erase:
+        writes.append(erase)
     for tool in reads:
         server.add_tool(tool, annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
     if not read_only:
         for tool in writes:
             server.add_tool(tool, annotations=ToolAnnotations(
-                read_only_hint=False, destructive_hint=tool is forget, open_world_hint=False))
+                read_only_hint=False, destructive_hint=tool in (forget, erase), open_world_hint=False))
 
     @server.resource(PINNED_URI, name="pinned", mime_type="text/markdown",
                      description="The pinned memories (identity, hard constraints, active goals) as Markdown.")
@@ -311,13 +332,18 @@ def _parser() -> argparse.ArgumentParser:
                         "required to create a new one)")
     parser.add_argument("--read-only", action="store_true",
                         help='open the store with mode="r" (beside a writer) and offer only context, resolve and find')
+    parser.add_argument("--allow-erase", action="store_true",
+                        help="also offer the erase tool, which removes a memory's content for good")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the server until the client closes stdin. Exit 0, or 2 when the store
     cannot be opened (one line `cortex: <Error>: <message>` on stderr)."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.read_only and args.allow_erase:
+        parser.error("--allow-erase needs a writable store: leave out --read-only")
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
     try:
         actor = args.actor if args.actor is not None else cortex.store_actor(args.store)
@@ -326,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cortex: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     with store:
-        build_server(store, read_only=args.read_only).run("stdio")
+        run_stdio(build_server(store, read_only=args.read_only, allow_erase=args.allow_erase), sys.stdin.buffer)
     return 0
 
 

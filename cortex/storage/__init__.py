@@ -104,6 +104,12 @@ class Storage(Protocol):
         replayed everything or is the primary). None where the backend cannot tell."""
         ...
 
+    def purge(self) -> None:
+        """(Writers) make deleted values leave the store's files, after an erasure
+        (`cortex.erasure`): RocksDB flushes and compacts its whole key range down to
+        the last level, PostgreSQL vacuums the table. Slow on a large store."""
+        ...
+
     def close(self) -> None:
         """Release the store (its lock or lease, files, connections). Idempotent."""
         ...

@@ -661,6 +661,15 @@ class PostgresStorage:
     def compact(self) -> int:
         return 0  # one B-tree serves a range scan in one seek; autovacuum tends it
 
+    def purge(self) -> None:
+        """VACUUM the table, outside any transaction, so that the rows an erasure
+        deleted leave it (docs/trust.md says what VACUUM does not scrub)."""
+        try:
+            with self._pool.connection() as conn:
+                conn.execute("VACUUM cortex_kv")
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot vacuum {self.location}: {_cause(exc)}") from None
+
     def all_items(self) -> dict[bytes, bytes]:
         """Every key and value of the actor's store (tests and tools; small stores)."""
         return dict(self.scan_items(b""))

@@ -41,7 +41,9 @@ from typing import Any, cast
 from rocksdict import (
     AccessType,
     BlockBasedOptions,
+    BottommostLevelCompaction,
     Cache,
+    CompactOptions,
     DBCompressionType,
     Options,
     Rdict,
@@ -487,6 +489,23 @@ class RocksStorage:
             return 0
         with self._compacting:
             return self._compact_level0()
+
+    def purge(self) -> None:
+        """Flush the memtable (the WAL that held the deleted values is then obsolete and
+        removed) and compact the whole key range down to the last level, forced, so
+        that no file keeps a deleted value or its tombstone's shadowed bytes."""
+        if self.read_only:
+            return
+        with self._compacting:
+            try:
+                self.db.flush()
+                options = CompactOptions()
+                options.set_exclusive_manual_compaction(True)
+                options.set_bottommost_level_compaction(BottommostLevelCompaction.force())
+                self.db.compact_range(None, None, options)
+                self.db.flush_wal(True)
+            except Exception as exc:
+                raise StoreError(f"cannot purge {self.location!r}: {exc}") from None
 
     def _compact_level0(self) -> int:
         try:
