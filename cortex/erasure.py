@@ -3,7 +3,8 @@
 A tombstone hides a memory but keeps it: it still resolves, exports and sits in the
 files. An erasure removes, in one batch, the memory's head, every version record
 (data, short and medium forms, provenance), its salience record and every index
-entry it had (type, tags, session, frames, pinned, Events' actor-object entries),
+entry it had (type, tags, session, natural key, frames, pinned, Events'
+actor-object entries, the lexical index's postings of its words),
 and journals an `erase` entry: the memory's id, who erased it (the store's actor),
 when (the entry's time), why (`reason`), and the content hash of every version
 erased. The journal is never rewritten, so `root()` still verifies: in journal
@@ -55,6 +56,11 @@ def erase(e: Engine, uri: str, reason: str) -> None:
         # write path makes, but nothing of it may stay).
         puts.update(dict.fromkeys(key for key, _ in e.storage.scan_items(VERSION_PREFIX + raw_id)))
         puts.update({head_key(raw_id): None, salience_key(raw_id): None})
+        # Its lexical index entries (`cortex.index.lexical`) go, and the frequencies
+        # and totals they counted in move.
+        words = index.lexical.Changes()
+        words.change(puts, raw_id, head, None)
+        words.finish(e.storage, puts)
         if head.tombstone is None:
             puts.update(edges.after_tombstone(e, raw_id))  # memories it superseded are no longer stale
         now = to_micros(e.now())

@@ -52,6 +52,7 @@ def test_an_erased_memory_is_gone_and_the_store_verifies(tmp_path):
     with cortex.open(tmp_path / "s", actor="agent") as c:
         keep, uri = _fill(c)
         before = c.root()
+        assert [m.id for m in c.find(near=f"paid with card {SECRET2}", limit=5)][:1] == [uri.split("/")[3].split("#")[0]]
         c.erase(uri.replace("#1", "#2"), "the user asked to forget their card")  # any version's URI names it
         assert c.root() != before and c.verify() == []
         for name in (uri, uri.replace("#1", "#2")):
@@ -67,6 +68,7 @@ def test_an_erased_memory_is_gone_and_the_store_verifies(tmp_path):
         assert [m.uri for m in b.frame_relevant] == [keep]
         assert SECRET not in b.to_markdown() and SECRET2 not in b.to_markdown()
         assert c.stats()["memories"] == 1
+        assert [m.uri for m in c.find(near=f"paid with card {SECRET2}", limit=5)] == []  # its words left the lexical index
         # The journal keeps who, why and the hashes of what was erased.
         entry = c._engine.storage.get(c._engine.storage.last_key(b"j/"))
         assert b"the user asked to forget their card" in entry and b"agent" in entry
