@@ -34,7 +34,7 @@ renderings in its form):
   statement, tool_requirements = the refs of its `tool` frames, risk_level from its
   strength (>= 0.7 low, >= 0.4 medium, else high), no dependencies.
 * Lists ordered by score descending, id ascending unless said otherwise;
-  `pack_strategy` "memory_first", `routing_hints` null, `web_mode` "off",
+  `pack_strategy` "memory_first", `web_mode` "off",
   `functional_state` null.
 """
 
@@ -74,6 +74,7 @@ def build(bundle: Bundle, intent: str) -> JSONDict:
         key=lambda pair: (_STRENGTH_ORDER[pair[1].strength], -view.score(pair[0]), pair[0].id),
     )
     goals = [(m, m.data) for m in survivors if isinstance(m.data, Goal) and m.data.status == "active"]
+    disputed = {memory_id for pair in bundle.conflicts for memory_id in pair}
     newest_first = sorted(sorted(bundle.memories(), key=lambda m: m.id), key=lambda m: m.created_at, reverse=True)
     pack: JSONDict = {
         "schema_version": SCHEMA_VERSION,
@@ -112,7 +113,7 @@ def build(bundle: Bundle, intent: str) -> JSONDict:
         "conflicts": [
             {"artifact_id": m.id, "text": view.text(m), "score": view.score(m)}
             for m in survivors
-            if isinstance(m.data, Belief) and (m.data.stance in ("doubt", "suspect") or m.data.evidence_against)
+            if isinstance(m.data, Belief) and _contradicted(m.id, m.data, disputed)
         ] + [_contradiction(bundle, a, b) for a, b in bundle.conflicts],
         "pack_strategy": "memory_first",
         "suggested_plan": _plan(survivors),
@@ -122,12 +123,45 @@ def build(bundle: Bundle, intent: str) -> JSONDict:
             "hard_constraints": [view.text(m) for m, data in constraints if data.strength == "hard"],
             "budget_tokens": int(bundle.request["budget_tokens"]),
         },
-        "routing_hints": None,
+        "routing_hints": routing_hints(bundle, view.by_score([m for m in survivors if isinstance(m.data, Capability)])),
         "web_mode": "off",
         "functional_state": None,
     }
     pack["pack_id"] = "cp-" + content_hash(pack)[:32]
     return pack
+
+
+def _contradicted(memory_id: str, data: Belief, disputed: set[str]) -> bool:
+    """A doubted Belief, one with evidence against it, or a suspect one that a live
+    `contradicts` edge links to another candidate (suspicion alone is no conflict)."""
+    if data.stance == "doubt" or data.evidence_against:
+        return True
+    return data.stance == "suspect" and memory_id in disputed
+
+
+def routing_hints(bundle: Bundle, capabilities: Sequence[Memory]) -> JSONDict | None:
+    """Where the request should go, when the bundle says: `subsystems` are the call's
+    objects as `kind:ref`; `suggested_agent` the subject of the best Capability
+    survivor (verified ones first), else the ref of an `agent` object of the call;
+    `confidence` that Capability's score (1.0 for an agent the call names). None when
+    the call names no object and no Capability survived."""
+    objects = [(str(kind), str(ref)) for kind, ref in bundle.request["objects"]]
+    if not objects and not capabilities:
+        return None
+    subsystems = [f"{kind}:{ref}" for kind, ref in objects]
+    verified = [m for m in capabilities if isinstance(m.data, Capability) and m.data.verified]
+    best = (verified or list(capabilities))[:1]
+    asked = ", ".join(subsystems) or "no object"
+    if best and isinstance(best[0].data, Capability):
+        data = best[0].data
+        return {"subsystems": subsystems, "suggested_agent": data.subject, "confidence": float(bundle.scores[best[0].id]),
+                "reason": f"{data.subject} can {data.capability}{' (verified)' if data.verified else ''}; asked: {asked}"}
+    agents = [ref for kind, ref in objects if kind == "agent"]
+    if agents:
+        return {"subsystems": subsystems, "suggested_agent": agents[0], "confidence": 1.0,
+                "reason": f"the call names agent {agents[0]}"}
+    return {"subsystems": subsystems, "suggested_agent": None, "confidence": 0.0,
+            "reason": f"no capability among the memories for {asked}"}
 
 
 def _plan(survivors: Sequence[Memory]) -> list[JSONDict]:

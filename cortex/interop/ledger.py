@@ -10,6 +10,11 @@ A plain JSON-ready dict:
 * `selected`: the survivors' ids per tier (`pinned`, `outcomes`, `frame_relevant`),
   in bundle order;
 * `dropped`: every trimmed id, best first;
+* `dropped_entries`: every memory the call found but left out, with its reason:
+  `{"id", "reason": "budget", "score", "tokens"}` for each trimmed id (best first),
+  then `{"id", "reason": "superseded", "score", "tokens"}` for each memory a live
+  one supersedes (in id order; the score and tokens it would have had). (Expired
+  memories are left out before any scan reads them, so no call can list them.)
 * `tokens`: the survivors' tokens per tier and `total`, in the call's form;
 * `budget`: the effective token budget;
 * `warnings`: `{"code", "message"}` objects, in this order when they apply:
@@ -56,6 +61,12 @@ def build(bundle: Bundle, *, pinned_candidate_tokens: int | None = None) -> JSON
         "request": copy.deepcopy(dict(bundle.request)),  # the caller may edit the ledger, not the bundle
         "selected": {name: [m.id for m in members] for name, members in tiers.items()},
         "dropped": list(bundle.dropped_ids),
+        "dropped_entries": [
+            *({"id": memory_id, "reason": "budget", "score": float(bundle.scores[memory_id]),
+               "tokens": int(bundle.tokens[memory_id])} for memory_id in bundle.dropped_ids),
+            *({"id": memory_id, "reason": "superseded", "score": float(bundle.superseded_scores[memory_id]),
+               "tokens": int(bundle.superseded_tokens[memory_id])} for memory_id in bundle.superseded_ids),
+        ],
         "tokens": {**tokens, "total": bundle.total_tokens},
         "budget": budget,
         "warnings": _warnings(bundle, budget, tokens["pinned"] if pinned_candidate_tokens is None else pinned_candidate_tokens),

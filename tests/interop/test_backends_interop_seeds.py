@@ -2,7 +2,8 @@
 
 import pytest
 
-from test_interop_seeds_events import *  # noqa: F403 - the suites' tests and fixtures, collected again here
+from test_interop_seeds_contextos import *  # noqa: F403 - the suites' tests and fixtures, collected again here
+from test_interop_seeds_events import *  # noqa: F403
 from test_interop_seeds_fingerprint import *  # noqa: F403
 from test_interop_seeds_pack import *  # noqa: F403
 

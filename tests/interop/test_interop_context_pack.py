@@ -30,7 +30,8 @@ def test_every_field_is_present_and_the_pack_passes_its_schema(store):
     assert pack["schema_version"] == "context_pack.v2"
     assert pack["intent"] == "renew the GPU reservation"
     assert pack["created_at"] == "2025-03-01T12:00:00.000000Z"
-    assert (pack["pack_strategy"], pack["web_mode"], pack["routing_hints"], pack["functional_state"]) == ("memory_first", "off", None, None)
+    assert (pack["pack_strategy"], pack["web_mode"], pack["functional_state"]) == ("memory_first", "off", None)
+    assert pack["routing_hints"]["suggested_agent"] == "agent-ops-1"  # the verified Capability's subject
     assert pack["pack_id"] == "cp-" + content_hash(without(pack, "pack_id"))[:32]
 
 
@@ -67,7 +68,7 @@ def test_each_memory_lands_where_the_table_says(store):
     assert {d["rationale"] for d in pack["prior_decisions"]} == {"reserved 10 h", "quota exceeded"}
     assert {e["episode_id"] for e in pack["episode_state"]} == set(ids(uris, "event", "failed"))
     # A suspected belief is a conflict; the pattern is a plan step needing its tool.
-    assert pack["conflicts"] == [{"artifact_id": ids(uris, "belief")[0], "text": text["belief"], "score": score["belief"]}]
+    assert pack["conflicts"] == []  # a suspect Belief that nothing contradicts is no conflict
     assert pack["suggested_plan"] == [{"step_id": "step-1", "title": "retry a 502 once after 5 s", "dependencies": [],
                                        "tool_requirements": ["deploy"], "risk_level": "low"}]
 
