@@ -51,6 +51,7 @@ from .errors import CorruptRecord, NoTiersIncluded, ValidationError, shown
 from .scope import Evaluator, Refusal, SignedScope, capped_budget, check_signed, verify
 from .writes import report_violation
 from .forms import FORM_NAMES
+from .markdown import bullet_text
 from .ids import encode_id, encode_ids, format_uris
 from .index import actor_obj, edge, entry, frame, hot, packs, pinned
 from .index.entry import Columns
@@ -308,7 +309,7 @@ class Bundle:
         lines: list[str] = []
         for title, members in (("Pinned", self.pinned), ("Frame-relevant", self.frame_relevant), ("Outcomes", self.outcomes)):
             lines.append(f"## {title}")
-            lines += [f"- {m.uri} — {self.rendered[m.id]}".replace("\n", "\n  ") for m in members] or ["(none)"]
+            lines += [f"- {m.uri} — {bullet_text(self.rendered[m.id])}" for m in members] or ["(none)"]
             lines.append("")
         lines += self._conflict_lines()
         lines.append("## Reachable")
