@@ -49,7 +49,7 @@ from .canonical import JSONDict, canonical_json, content_hash
 from .hmx_pack_doc import assemble
 from .hmx_sections import (
     DEFAULT_SECTION_WEIGHTS, DROP_REASONS, HMX_VERSION, RELATIONS, SECTION_OF_TYPE, SECTION_ORDER, Candidate, Plan,
-    best_first, pack_order, relations_among,
+    artifact_of, best_first, pack_order, relations_among, section_of,
 )
 
 if TYPE_CHECKING:
@@ -61,6 +61,12 @@ __all__ = [
 ]
 
 _SUPPORTING = (EdgeType.CORROBORATES, EdgeType.DERIVED_FROM)
+_ARTIFACT_DROPS = {"superseded": "superseded", "deprecated": "deprecated", "archived": "stale"}
+"""An artifact's lifecycle status -> the drop reason it gets (active and draft ones are candidates)."""
+
+
+def _status(m: Memory) -> str | None:
+    return next((tag[len("hmx.status:"):] for tag in m.tags if tag.startswith("hmx.status:")), None)
 POOL_LIMIT = 500
 """How many trimmed memories `synthesize` resolves (best first) as further candidates."""
 MAX_PACK_BYTES = 256 * 1024
@@ -272,7 +278,7 @@ def _candidates(bundle: Bundle, pool: Sequence[Memory], edges: Sequence[Edge], w
     supported = {e.dst for e in edges if not e.tombstoned and e.type in _SUPPORTING and e.src in ids and e.src != e.dst}
     out: list[Candidate] = []
     for m in [*survivors, *extra]:
-        section = "conflicts" if m.id in disputed else "evidence" if m.id in supported else SECTION_OF_TYPE[m.type.type_name]
+        section = "conflicts" if m.id in disputed else "evidence" if m.id in supported else section_of(m)
         if section in wanted:
             content = bundle.rendered[m.id] if m.id in bundle.rendered else m.form(bundle.form)
             out.append(Candidate(m, section, content, float(bundle.scores[m.id]), int(bundle.tokens[m.id])))
@@ -291,8 +297,11 @@ def _screen(candidates: Sequence[Candidate], thresholds: tuple[float, float],
     for c in sorted(candidates, key=pack_order):
         data = c.memory.data
         text = " ".join(c.content.split()).casefold()
+        status = _ARTIFACT_DROPS.get(_status(c.memory) or "") if artifact_of(c.memory) is not None else None
         if isinstance(data, Goal) and data.status in ("completed", "abandoned"):
             drops.append((c, "stale"))
+        elif status is not None:
+            drops.append((c, status))
         elif c.memory.confidence < min_confidence:
             drops.append((c, "low_confidence"))
         elif c.score < min_relevance or suppressed.intersection(c.memory.tags):

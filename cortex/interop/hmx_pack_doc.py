@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING
 from ..memory import Memory
 from ..model import Constraint, Event, ObjKind, Pattern
 from .canonical import JSONDict, cut_utf8
-from .hmx_sections import HMX_VERSION, SECTION_OF_TYPE, SECTION_ORDER, SOURCE_TYPE_OF_SECTION, Candidate, Item, Plan, Relation, best_first, pack_order
+from .hmx_sections import (
+    HMX_VERSION, SECTION_OF_TYPE, SECTION_ORDER, SOURCE_TYPE_OF_SECTION, Candidate, Item, Plan, Relation, artifact_of, best_first,
+    pack_order,
+)
 
 if TYPE_CHECKING:
     from ..context import Bundle
@@ -133,7 +136,9 @@ def _retrieval_sources(items: Sequence[Item]) -> list[str]:
     """The seed's retrieval sources the candidates came from, in the seed's order."""
     found = set()
     for item in items:
-        if isinstance(item, Candidate) and isinstance(item.memory.data, Event):
+        if isinstance(item, Candidate) and artifact_of(item.memory) is not None:
+            found.add("compiler")
+        elif isinstance(item, Candidate) and isinstance(item.memory.data, Event):
             found.add("episodic")
         else:
             found.add(_RETRIEVAL_SOURCE_OF_SECTION.get(item.section, "semantic"))
@@ -233,8 +238,19 @@ def _entry_tags(ordered: Sequence[Item]) -> list[str]:
 
 
 def _workflow_hints(ordered: Sequence[Item]) -> JSONDict | None:
-    """Seed 000 §6 from the procedure entries (Patterns), best first: one step each."""
-    steps = [
+    """Seed 000 §6: the steps of the best task schema entry (an artifact `learn()`
+    compiled), else one step per procedure entry (Pattern), best first; at most 10."""
+    for item in sorted((i for i in ordered if isinstance(i, Candidate)), key=best_first):
+        artifact = artifact_of(item.memory)
+        if artifact is not None and artifact["artifact_type"] == "task_schema":
+            content = artifact.get("content", {})
+            tools = [str(t) for t in content.get("tools_used", [])]
+            steps = [{"description": str(step), "artifact_id": str(artifact["artifact_id"]),
+                      "confidence": float(content.get("confidence", item.memory.confidence)),
+                      "tools": [t for t in tools if t in str(step)]} for step in content.get("steps", [])]
+            return {"suggested_next_steps": steps[:MAX_NEXT_STEPS], "active_task_schema": str(artifact["artifact_id"]),
+                    "current_step": 0, "total_steps": len(steps), "blockers": []}
+    patterns = [
         {
             "description": item.memory.data.statement,
             "artifact_id": item.memory.uri,
@@ -242,12 +258,12 @@ def _workflow_hints(ordered: Sequence[Item]) -> JSONDict | None:
             "tools": sorted({f.ref for f in item.memory.frames if f.kind is ObjKind.TOOL}),
         }
         for item in ordered
-        if isinstance(item, Candidate) and isinstance(item.memory.data, Pattern)
+        if isinstance(item, Candidate) and isinstance(item.memory.data, Pattern) and item.section == "procedures"
     ][:MAX_NEXT_STEPS]
-    if not steps:
+    if not patterns:
         return None
-    return {"suggested_next_steps": steps, "active_task_schema": steps[0]["artifact_id"], "current_step": 0,
-            "total_steps": len(steps), "blockers": []}
+    return {"suggested_next_steps": patterns, "active_task_schema": patterns[0]["artifact_id"], "current_step": 0,
+            "total_steps": len(patterns), "blockers": []}
 
 
 def _decision_constraints(ordered: Sequence[Item]) -> list[JSONDict]:
@@ -258,7 +274,17 @@ def _decision_constraints(ordered: Sequence[Item]) -> list[JSONDict]:
         if not isinstance(item, Candidate):
             continue
         data = item.memory.data
-        if isinstance(data, Constraint):
+        artifact = artifact_of(item.memory)
+        if artifact is not None and artifact["artifact_type"] == "decision_policy":
+            content = artifact.get("content", {})
+            out.append({
+                "artifact_id": str(artifact["artifact_id"]),
+                "condition": cut_utf8(str(content.get("condition", "always")), _CONSTRAINT_TEXT_BYTES),
+                "constraint": cut_utf8(str(content.get("recommendation", data)), _CONSTRAINT_TEXT_BYTES),
+                "confidence": float(content.get("confidence", item.memory.confidence)),
+                "override_allowed": True,  # learned from outcomes: advice, not a declared rule
+            })
+        elif isinstance(data, Constraint):
             out.append({
                 "artifact_id": item.memory.uri,
                 "condition": cut_utf8(data.trigger or "always", _CONSTRAINT_TEXT_BYTES),
@@ -266,6 +292,6 @@ def _decision_constraints(ordered: Sequence[Item]) -> list[JSONDict]:
                 "confidence": item.memory.confidence,
                 "override_allowed": data.strength != "hard",
             })
-            if len(out) == MAX_DECISION_CONSTRAINTS:
-                break
+        if len(out) == MAX_DECISION_CONSTRAINTS:
+            break
     return out

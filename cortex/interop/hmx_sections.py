@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..forms import DEFAULT_ENCODING, Tokenizer
+from ..learn.artifacts import ARTIFACT_TAG, PAYLOAD_KEY
 from ..memory import Memory
 from ..model import Belief, Edge, Event, Pattern
 from .canonical import JSONDict
@@ -22,7 +24,8 @@ from .hmx_budget import allocate, truncate
 
 __all__ = [
     "HMX_VERSION", "SECTION_OF_TYPE", "SECTION_ORDER", "DEFAULT_SECTION_WEIGHTS", "DROP_REASONS", "MAX_ENTRIES",
-    "Candidate", "Relation", "Item", "Plan", "best_first", "pack_order", "relations_among",
+    "Candidate", "Relation", "Item", "Plan", "best_first", "pack_order", "relations_among", "artifact_of", "section_of",
+    "SECTION_OF_ARTIFACT",
 ]
 
 HMX_VERSION = "HMX-1.0"
@@ -53,8 +56,14 @@ DEFAULT_SECTION_WEIGHTS: Mapping[str, float] = {
 """Each section's share of the budget (rule 2); graph_relations has none: relations
 relate entries, so they take the room the memory sections leave."""
 
-DROP_REASONS = ("budget_exceeded", "duplicate", "stale", "low_confidence", "low_relevance", "superseded")
-"""The drop reasons this engine gives (seed 001's list)."""
+DROP_REASONS = ("budget_exceeded", "duplicate", "stale", "low_confidence", "low_relevance", "superseded", "deprecated")
+"""The drop reasons this engine gives (seed 001's list, and seed 000's `deprecated`)."""
+
+SECTION_OF_ARTIFACT: Mapping[str, str] = {
+    "task_schema": "procedures", "failure_playbook": "procedures", "decision_policy": "constraints",
+    "causal_pattern": "evidence", "strategy_template": "workflow",
+}
+"""HMX-A artifact type (a memory `learn()` compiled) -> HMX-C section."""
 
 SOURCE_TYPE_OF_SECTION: Mapping[str, str] = {
     "core": "entity", "constraints": "policy", "goals": "memory", "facts": "memory", "procedures": "memory",
@@ -81,13 +90,30 @@ class Candidate:
 
     @property
     def source_type(self) -> str:
+        if artifact_of(self.memory) is not None:
+            return "artifact"
         if self.section == "evidence" and isinstance(self.memory.data, Event):
             return "episode"
         return SOURCE_TYPE_OF_SECTION[self.section]
 
     def provenance(self) -> JSONDict:
         m = self.memory
-        return {"origin": m.source, "confidence": m.confidence, "evidence_count": _evidence_count(m)}
+        origin = "compiler" if artifact_of(m) is not None else m.source
+        return {"origin": origin, "confidence": m.confidence, "evidence_count": _evidence_count(m)}
+
+
+def artifact_of(m: Memory) -> Mapping[str, Any] | None:
+    """The HMX-A payload of a compiled artifact (a Pattern `learn()` wrote), else None."""
+    if ARTIFACT_TAG not in m.tags or not isinstance(m.attributes, Mapping):
+        return None
+    body = m.attributes.get(PAYLOAD_KEY)
+    return body if isinstance(body, Mapping) and body.get("artifact_type") in SECTION_OF_ARTIFACT else None
+
+
+def section_of(m: Memory) -> str:
+    """The section of a memory by its type, or of an artifact by its artifact type."""
+    artifact = artifact_of(m)
+    return SECTION_OF_ARTIFACT[str(artifact["artifact_type"])] if artifact is not None else SECTION_OF_TYPE[m.type.type_name]
 
 
 @dataclass(frozen=True, slots=True)

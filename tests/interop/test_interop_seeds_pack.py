@@ -202,7 +202,7 @@ def test_each_drop_reason_the_engine_knows(fixed_store):
     assert reasons[hidden] == "low_relevance"
     assert [reasons.get(u, "kept") for u in same] in (["kept", "duplicate"], ["duplicate", "kept"])  # one stays
     assert "budget_exceeded" in reasons.values()
-    assert set(reasons.values()) == set(hmx_pack.DROP_REASONS)
+    assert set(reasons.values()) == set(hmx_pack.DROP_REASONS) - {"deprecated"}  # that one needs an artifact (below)
     assert pack["token_budget"]["dropped_count"] == len(pack["dropped_entries"])
     # A relevance threshold: everything below it goes as low_relevance.
     strict = hmx_pack.build(bundle, "q", min_relevance=0.99)
@@ -334,3 +334,67 @@ def test_any_pack_keeps_the_five_rules(tmp_path_factory, kinds, total, weights, 
     assert budget["truncated"] == any(e["content"].endswith(TRUNCATED_MARKER) for e in pack["entries"])
     if wanted is not None:
         assert set(by_section) <= wanted
+
+
+def call(tool: str, ok: bool = True) -> tuple[str, str, object]:
+    return ("call", tool, ok)
+
+
+WORKED = [  # docs/learning.md's worked example: five deploy sessions
+    [call("checkout"), call("build"), call("test"), ("decide", "rollout", "canary"), call("deploy")],
+    [call("checkout"), call("build"), call("test", False), call("clear_cache"), call("test"), ("decide", "rollout", "canary"),
+     call("deploy")],
+    [call("checkout"), call("lint"), call("build"), call("test"), ("decide", "rollout", "direct"), call("deploy", False)],
+    [call("checkout"), call("build"), call("test", False), call("clear_cache"), call("test"), ("decide", "rollout", "canary"),
+     call("deploy")],
+    [call("checkout"), call("build"), call("test", False), call("clear_cache"), call("test"), ("decide", "rollout", "direct"),
+     call("deploy", False)],
+]
+
+
+def test_compiled_artifacts_fill_procedures_constraints_and_the_workflow_hints(store):
+    from learn_helpers import hmx_events
+
+    store.ingest_hmx(hmx_events(WORKED))
+    store.learn()
+    bundle = store.context(verb="delegate", objects={"tool": "test"}, budget_tokens=4000)
+    pack = hmx_pack.synthesize(store, bundle, "run the tests")
+    validate(pack, "hmx_context_pack")
+    artifacts = {m.uri: m.attributes["hmx_artifact"] for m in store.artifacts()}
+    entries = [e for e in pack["entries"] if e["source_type"] == "artifact"]
+    assert entries and {e["source_id"] for e in entries} <= set(artifacts)
+    expected = {"task_schema": "procedures", "failure_playbook": "procedures", "decision_policy": "constraints",
+                "causal_pattern": "evidence", "strategy_template": "workflow"}
+    for e in entries:
+        assert e["section"] == expected[artifacts[e["source_id"]]["artifact_type"]]
+        assert e["provenance"]["origin"] == "compiler"
+    assert "compiler" in pack["assembly_metadata"]["retrieval_sources"]
+    schemas = [e for e in entries if artifacts[e["source_id"]]["artifact_type"] == "task_schema"]
+    best = artifacts[min(schemas, key=lambda e: (-e["relevance_score"], e["token_estimate"], e["source_id"]))["source_id"]]
+    hints = pack["workflow_hints"]
+    assert hints["active_task_schema"] == best["artifact_id"]
+    assert [s["description"] for s in hints["suggested_next_steps"]] == best["content"]["steps"][:10]
+    assert hints["total_steps"] == len(best["content"]["steps"])
+    policies = [a for uri, a in artifacts.items() if a["artifact_type"] == "decision_policy"
+                and uri in {e["source_id"] for e in entries}]
+    for policy in policies:
+        constraint = next(d for d in pack["decision_constraints"] if d["artifact_id"] == policy["artifact_id"])
+        assert (constraint["condition"], constraint["constraint"], constraint["override_allowed"]) == (
+            policy["content"]["condition"], policy["content"]["recommendation"], True)
+
+
+def test_a_deprecated_artifact_is_dropped_as_deprecated(store):
+    from learn_helpers import hmx_events
+
+    store.ingest_hmx(hmx_events([[call("a"), call("b"), call("c"), call("d")]] * 12, "y"))
+    store.learn()
+    store.ingest_hmx(hmx_events([[call("a"), call("b"), call("c"), call("d", False)]] * 60, "z"))
+    report = store.learn()
+    assert report.deprecated
+    deprecated = next(m for m in store.artifacts("task_schema") if "hmx.status:deprecated" in m.tags)
+    bundle = store.context(verb="delegate", objects={"tool": "d"}, budget_tokens=4000)
+    assert deprecated.id in {m.id for m in bundle.memories()}
+    pack = hmx_pack.build(bundle, "q")
+    validate(pack, "hmx_context_pack")
+    assert {d["source_id"]: d["drop_reason"] for d in pack["dropped_entries"]}[deprecated.uri] == "deprecated"
+    assert deprecated.uri not in {e["source_id"] for e in pack["entries"]}
