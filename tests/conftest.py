@@ -23,8 +23,16 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import settings
 
 import cortex
+
+# Under CI every property test draws the same examples on every run (derandomized: the
+# seed comes from the test itself), so a run's verdict depends on the code alone. Run
+# locally without CI to explore new examples.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 # The throwaway PostgreSQL server and its fixtures (`pg_dsn`, `pg_actor`): tests/pgfixture.py.
 pytest_plugins = ["pgfixture", "backends"]

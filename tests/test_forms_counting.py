@@ -79,6 +79,13 @@ def test_fact_counts_are_exact():
     @example(statement="cut (x) ", subject="s", predicate="p", source="wiki (2024)", object_="o")
     # both joins after a letter: encoded apart
     @example(statement="plain words", subject="s", predicate="p", source="wiki", object_="o")
+    # more medium joins encoded whole: generated examples reach that branch only a few
+    # times in a hundred, so these keep the branch count at MIN_PER_BRANCH by themselves
+    @example(statement="ends in a space ", subject="s", predicate="p", source="wiki", object_="o")
+    @example(statement="a newline\n", subject="s", predicate="p", source="wiki", object_="o")
+    @example(statement="two spaces  ", subject="s", predicate="p", source="x", object_="o")
+    @example(statement="x ) ", subject="s", predicate="p", source="y", object_="o")
+    @example(statement="(1) (2) ", subject="s", predicate="p", source="z", object_="o")
     def check(statement: str, subject: str, predicate: str, source: str, object_: str) -> None:
         joins.update(_assert_exact(Fact(statement=statement, subject=subject, predicate=predicate, source=source, object=object_)))
 
