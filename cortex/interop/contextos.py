@@ -20,8 +20,8 @@ holds is written out in docs/interop-seeds.md; in short:
   payment Event shares its frame, and `blocked` when a hard "dont" Constraint does;
 * `runtime_controls`: the call's budget, form, tiers and limits, `web_mode` off,
   the tools that need approval and those blocked;
-* `budget_report`: tokens per tier, used and remaining, counts, every drop with its
-  reason, the warnings;
+* `budget_report`: tokens per tier, used and remaining, counts, the first 100 drops
+  with their reasons (the ledger has them all), the warnings;
 * `context_ledger`: the call's ledger (`ledger.build`) with the pack id and
   reference, the policy rules, the tool capabilities, the evidence and memory block
   ids, the budget warnings and the dropped block ids, its `context_snapshot_hash`
@@ -77,6 +77,8 @@ _RESOLVE_TOOL = {"tool": "cortex.resolve", "capability_class": "recall", "risk_l
                  "approval_mode": "read_only", "sources": [], "blocked_by": [],
                  "reason": "reads the memories the budget left out (the bundle's reachable URIs)"}
 _HASH_KEY = "content_hash"
+MAX_REPORTED_DROPS = 100
+"""The budget report lists the first 100 drops (the ledger lists them all)."""
 
 
 def compile_context(bundle: Bundle, intent: str, *, version: int = 1) -> JSONDict:
@@ -114,7 +116,8 @@ def compile_context(bundle: Bundle, intent: str, *, version: int = 1) -> JSONDic
         "selected": len(survivors),
         "trimmed": bundle.trimmed,
         "superseded": len(bundle.superseded_ids),
-        "dropped": copy.deepcopy(record["dropped_entries"]),
+        "dropped_count": len(record["dropped_entries"]),
+        "dropped": copy.deepcopy(record["dropped_entries"][:MAX_REPORTED_DROPS]),
         "warnings": copy.deepcopy(record["warnings"]),
     }
     evidence_ids = [m.id for m in survivors if tier_of[m.id] != "pinned"]
@@ -176,7 +179,8 @@ def project(compiled: Mapping[str, Any], *, version: int = 1) -> JSONDict:
                                            "forget": "tombstone", "reachable_via": "cortex.resolve"}},
         "evaluation_layer": {"success_criteria": list(pack["success_criteria"]),
                              "evaluator_targets": [{"criterion": c, "target": "met"} for c in pack["success_criteria"]],
-                             "budget_report": copy.deepcopy(compiled["budget_report"])},
+                             "budget_report": {k: copy.deepcopy(v) for k, v in compiled["budget_report"].items()
+                                               if k != "dropped"}},
         "tone_and_comms": {"preferences": list(pack["preferences"]),
                            "advisories": copy.deepcopy(manifests["policy_manifest"]["advisories"]),
                            "web_mode": pack["web_mode"]},

@@ -163,6 +163,7 @@ class Plan:
         self.total = total
         self.weights = weights
         self.entries: list[Item] = []
+        self._used: dict[str, int] = {}  # section -> tokens of its entries
         self.budgets: dict[str, int] = {}
         self.allocated: dict[str, int] = {}  # the budgets as rules 2-4 shared them, before any lending
         self.dropped: list[Item] = []  # for the budget or a limit, in the order they went
@@ -173,7 +174,16 @@ class Plan:
         return [item for item in self.entries if isinstance(item, Candidate)]
 
     def used(self, section: str | None = None) -> int:
-        return sum(item.tokens for item in self.entries if section is None or item.section == section)
+        """The tokens of the entries (of one section)."""
+        return sum(self._used.values()) if section is None else self._used.get(section, 0)
+
+    def _add(self, item: Item) -> None:
+        self.entries.append(item)
+        self._used[item.section] = self._used.get(item.section, 0) + item.tokens
+
+    def _remove(self, item: Item) -> None:
+        self.entries.remove(item)
+        self._used[item.section] -= item.tokens
 
     def fill(self, candidates: Sequence[Candidate]) -> None:
         by_section: dict[str, list[Candidate]] = {}
@@ -187,19 +197,19 @@ class Plan:
             room = self.budgets[section]
             for i, c in enumerate(members):
                 if c.tokens <= room:  # the section's best entries while they fit (a prefix)
-                    self.entries.append(c)
+                    self._add(c)
                     room -= c.tokens
                     continue
                 cut = truncate(c.content, room) if i == 0 else None  # rule 4, by rule 5 when it alone is too large
                 if cut is not None:
-                    self.entries.append(Candidate(c.memory, c.section, cut[0], c.score, cut[1]))
+                    self._add(Candidate(c.memory, c.section, cut[0], c.score, cut[1]))
                     self.truncated = True
                     i += 1
                 left.extend(members[i:])
                 break
         for c in sorted(left, key=best_first):  # rule 3: the room left over goes to the best that did not fit
             if c.tokens <= self.total - self.used() and self._borrow(c.section, c.tokens):
-                self.entries.append(c)
+                self._add(c)
             else:
                 self.dropped.append(c)
         self._limit()
@@ -227,7 +237,7 @@ class Plan:
     def addrelations_among(self, relations: Sequence[Relation]) -> None:
         for r in relations:
             if r.tokens <= self.total - self.used() and self._borrow(RELATIONS, r.tokens):
-                self.entries.append(r)
+                self._add(r)
             else:
                 self.dropped.append(r)
         self._limit()
@@ -247,7 +257,7 @@ class Plan:
                 sizes[item.section] = sizes.get(item.section, 0) + 1
             ranked = sorted(self.entries, key=lambda item: (isinstance(item, Relation), sizes[item.section] > 1, best_first(item)))
             worst = ranked[-1]
-            self.entries.remove(worst)
+            self._remove(worst)
             self.dropped.append(worst)
 
 

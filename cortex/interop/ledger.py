@@ -11,10 +11,11 @@ A plain JSON-ready dict:
   in bundle order;
 * `dropped`: every trimmed id, best first;
 * `dropped_entries`: every memory the call found but left out, with its reason:
-  `{"id", "reason": "budget", "score", "tokens"}` for each trimmed id (best first),
-  then `{"id", "reason": "superseded", "score", "tokens"}` for each memory a live
-  one supersedes (in id order; the score and tokens it would have had). (Expired
-  memories are left out before any scan reads them, so no call can list them.)
+  `{"id", "reason": "budget"}` for each trimmed id (best first), then
+  `{"id", "reason": "superseded"}` for each memory a live one supersedes (in id
+  order). Their scores and token counts are the bundle's (`scores`, `tokens`,
+  `superseded_scores`, `superseded_tokens`). (Expired memories are left out before
+  any scan reads them, so no call can list them.)
 * `tokens`: the survivors' tokens per tier and `total`, in the call's form;
 * `budget`: the effective token budget;
 * `warnings`: `{"code", "message"}` objects, in this order when they apply:
@@ -62,10 +63,8 @@ def build(bundle: Bundle, *, pinned_candidate_tokens: int | None = None) -> JSON
         "selected": {name: [m.id for m in members] for name, members in tiers.items()},
         "dropped": list(bundle.dropped_ids),
         "dropped_entries": [
-            *({"id": memory_id, "reason": "budget", "score": float(bundle.scores[memory_id]),
-               "tokens": int(bundle.tokens[memory_id])} for memory_id in bundle.dropped_ids),
-            *({"id": memory_id, "reason": "superseded", "score": float(bundle.superseded_scores[memory_id]),
-               "tokens": int(bundle.superseded_tokens[memory_id])} for memory_id in bundle.superseded_ids),
+            *({"id": memory_id, "reason": "budget"} for memory_id in bundle.dropped_ids),
+            *({"id": memory_id, "reason": "superseded"} for memory_id in bundle.superseded_ids),
         ],
         "tokens": {**tokens, "total": bundle.total_tokens},
         "budget": budget,

@@ -317,6 +317,7 @@ def test_any_pack_keeps_the_five_rules(tmp_path_factory, kinds, total, weights, 
                                    sections=None if wanted is None else sorted(wanted))
         again = hmx_pack.synthesize(c, bundle, "q", max_tokens=total, section_weights=weights,
                                     sections=None if wanted is None else sorted(wanted))
+        candidates = [m.uri for m in bundle.memories()] + [c.resolve_latest(i).uri for i in bundle.dropped_ids]
     validate(pack, "hmx_context_pack")
     assert canonical_json(pack) == canonical_json(again)
     budget = pack["token_budget"]
@@ -334,6 +335,11 @@ def test_any_pack_keeps_the_five_rules(tmp_path_factory, kinds, total, weights, 
     assert budget["truncated"] == any(e["content"].endswith(TRUNCATED_MARKER) for e in pack["entries"])
     if wanted is not None:
         assert set(by_section) <= wanted
+    else:  # every candidate is accounted for once: an entry, or a drop with one of the engine's reasons
+        shown = [e["source_id"] for e in pack["entries"]] + [d["source_id"] for d in pack["dropped_entries"]]
+        assert sorted(shown) == sorted(candidates)
+        assert {d["drop_reason"] for d in pack["dropped_entries"]} <= set(hmx_pack.DROP_REASONS)
+        assert budget["dropped_count"] == len(pack["dropped_entries"])
 
 
 def call(tool: str, ok: bool = True) -> tuple[str, str, object]:
