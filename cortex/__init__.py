@@ -11,7 +11,7 @@ Everything not in `__all__` is private and may change.
 
 from .context import Bundle, ContextOpts
 from .model import Edge
-from .facade import Cortex, migrate, open, store_actor
+from .facade import Cortex, list_actors, migrate, open, store_actor
 from .writes import Write
 from .recall import Recalled
 from .errors import *  # noqa: F403 - every error class is public
@@ -45,6 +45,7 @@ __all__ = [
     "open",
     "migrate",
     "store_actor",
+    "list_actors",
     "Cortex",
     "Identity",
     "Fact",

@@ -26,7 +26,8 @@ from .interop import migrate as _migrate
 from .interop import recall_pack as _recall_pack
 from .interop.migrate import Migration
 from .engine import Engine, Options, stored_actor, system_clock
-from .errors import ValidationError
+from .storage import is_dsn
+from .errors import MissingExtra, NotFound, ValidationError
 from .learn import LearnParams, LearnReport
 from .position import token_of
 from .memory import Memory
@@ -51,7 +52,7 @@ def store_actor(path: str | os.PathLike[str]) -> str:
 def open(
     path: str | os.PathLike[str],
     *,
-    actor: str,
+    actor: str | None = None,
     mode: str = "rw",
     clock: Callable[[], datetime] | None = None,
     sync: bool = False,
@@ -64,7 +65,9 @@ def open(
     `path` is a directory (RocksDB, the embedded default) or a PostgreSQL connection
     string `postgresql://user@host:port/db` (many actors share one database).
     `actor` names the agent that owns the store; opening a store under another actor
-    raises `ActorMismatch`. `clock` returns an aware UTC datetime (default: the
+    raises `ActorMismatch`. Left out, it is read from the store at `path` (as
+    `store_actor()`): creating a store, or opening a PostgreSQL database (which holds
+    many actors), needs it named (`ValidationError` otherwise). `clock` returns an aware UTC datetime (default: the
     system clock). `sync=True` fsyncs every write (survives power loss; the default
     survives a killed process). `entropy` (a callable like `os.urandom`) supplies the
     random bits of new ids, for reproducible stores. `cache_mb` sizes RocksDB's
@@ -80,11 +83,38 @@ def open(
     """
     if not isinstance(path, (str, os.PathLike)) or not isinstance(os.fspath(path), str):
         raise ValidationError("path", "must be a str or a path-like object naming a directory", path)
+    if actor is None:
+        actor = _existing_actor(os.fspath(path), mode)
     options = Options(
         location=os.fspath(path), actor=actor, mode=mode, clock=system_clock if clock is None else clock, sync=sync,
         entropy=entropy, cache_mb=cache_mb, ingest_helper=ingest_helper,
     )
     return Cortex(Engine.open(options))
+
+
+def list_actors(dsn: str) -> list[str]:
+    """The actors whose stores the PostgreSQL database at `dsn` holds, A to Z (a
+    RocksDB folder holds one store: `store_actor()` names its actor)."""
+    if not isinstance(dsn, str) or not is_dsn(dsn):
+        raise ValidationError("dsn", "must be a PostgreSQL connection string (postgresql://user@host:port/db)", dsn)
+    try:
+        from .storage.postgres import list_actors as listed
+    except ModuleNotFoundError as exc:
+        raise MissingExtra("a PostgreSQL store", exc.name or "psycopg", "postgres") from None
+    return listed(dsn)
+
+
+def _existing_actor(location: str, mode: str) -> str:
+    """`open()` without an actor: the one the store at `location` belongs to (a
+    reader of a missing store gets the `NotFound` it would get with an actor)."""
+    if is_dsn(location):
+        raise ValidationError("actor", "is required for a PostgreSQL store: a database holds many actors, name one", None)
+    try:
+        return stored_actor(location)
+    except NotFound:
+        if mode == "r":
+            raise
+        raise ValidationError("actor", f"is required to create a store: {location} holds no store to read it from", None) from None
 
 
 def migrate(

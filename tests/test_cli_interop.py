@@ -105,7 +105,10 @@ def test_migrate_copies_and_checks(tmp_path):
 
 def test_mcp_needs_a_store(tmp_path):
     done = run("mcp", str(tmp_path / "missing"))
-    assert done.returncode == 2 and done.stderr.startswith("cortex: NotFound: ")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (f"cortex: ValidationError: actor: is required to create a store: {tmp_path / 'missing'} "
+                           "holds no store to read it from\n")
+    assert not (tmp_path / "missing").exists()
 
 
 def test_bench_on_postgresql_and_the_fleet_figure(tmp_path, pg_dsn):

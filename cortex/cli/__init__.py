@@ -42,7 +42,7 @@ from collections.abc import Sequence
 import click
 
 # The command groups, imported in the order `cortex --help` lists them (a store's life).
-from . import life, reads, learning, bench, demo, moving, serve  # noqa: F401 - each registers its commands
+from . import life, graph, scopes, reads, learning, bench, demo, moving, serve  # noqa: F401 - each registers its commands
 from ._common import cli
 
 __all__ = ["cli", "main"]

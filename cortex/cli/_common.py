@@ -4,8 +4,11 @@ closed sets, the common options, opening a store and printing."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import typing
-from collections.abc import Callable, Iterable, Sequence
+from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -20,6 +23,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 WRITE_BATCH = 1000
 # `cortex find` without --limit or --budget.
 DEFAULT_FIND_LIMIT = 20
+# `cortex list --limit`: the most it prints (each type's newest are read, then merged).
+MAX_LIST = 1000
 
 
 # ---------------------------------------------------------------------------
@@ -115,8 +120,39 @@ def _actor(store: str, actor: str | None) -> str:
 
 
 def _open(store: str, actor: str | None, *, write: bool = False) -> cortex.Cortex:
-    """Open an existing store: `mode="r"` for reads, `"rw"` for writes."""
-    return cortex.open(store, actor=_actor(store, actor), mode="rw" if write else "r")
+    """Open an existing store: `mode="r"` for reads, `"rw"` for writes. A writer's
+    open of a PostgreSQL actor that has no store yet would create one: only `init`
+    may, so a typo in --actor is `NotFound` here, not a new empty store."""
+    owner = _actor(store, actor)
+    if write and _is_dsn(store):
+        try:
+            cortex.open(store, actor=owner, mode="r").close()
+        except cortex.NotFound as exc:
+            raise cortex.NotFound(f"{exc}; `cortex init STORE --actor {owner}` creates one") from None
+    return cortex.open(store, actor=owner, mode="rw" if write else "r")
+
+
+@contextmanager
+def _removed_on_failure(store: str) -> Iterator[None]:
+    """Run a command that may create the store folder `store`: when it fails, a
+    folder it created (or filled, when it was empty) is removed, so a retry starts
+    from nothing instead of an empty store of the wrong actor."""
+    existed = os.path.exists(store)
+    was_empty = existed and os.path.isdir(store) and not os.listdir(store)
+    try:
+        yield
+    except BaseException:
+        if not _is_dsn(store) and (not existed or was_empty):
+            if existed:
+                for name in os.listdir(store):
+                    path = os.path.join(store, name)
+                    if os.path.isdir(path):
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        os.remove(path)
+            else:
+                shutil.rmtree(store, ignore_errors=True)
+        raise
 
 
 def _echo_json(value: Any) -> None:

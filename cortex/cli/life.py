@@ -65,7 +65,7 @@ def write(store: str, file: TextIO, actor: str | None) -> int:
     """
     owner = _actor(store, actor)
     items = list(_read_memories(file))  # all checked before the store is opened for writing
-    with cortex.open(store, actor=owner) as c:
+    with _open(store, owner, write=True) as c:
         with progress("writing", len(items)) as advance:
             for start in range(0, len(items), WRITE_BATCH):
                 batch = items[start : start + WRITE_BATCH]
@@ -119,6 +119,31 @@ def _memory(obj: object, where: str) -> Write:
         if not where:
             raise
         raise type(exc)(f"{where}: {exc.field}", exc.rule, exc.value) from None
+
+
+@cli.command(short_help="Write a new version of a memory.", epilog=_epilog(
+    "cortex update ./store key:Fact/acme/a100-spot data.json",
+    """echo '{"statement": "A100 spot is 1.55 USD/h", "subject": "acme", "predicate": "price"}' | cortex update ./store cortex://Fact/01J...#1"""))
+@_store_argument
+@click.argument("ref", metavar="URI|ID|key:TYPE/KEY")
+@click.argument("file", type=click.File("r", encoding="utf-8"), default="-")
+@_actor_option
+def update(store: str, ref: str, file: TextIO, actor: str | None) -> int:
+    """Write a new version of a memory (same id and type) whose data is the JSON
+    object in FILE (or standard input): the data fields only, as in the "data" of
+    the memory JSON. Prints the new version's URI."""
+    text = file.read()
+    owner = _actor(store, actor)
+    with cortex.open(store, actor=owner, mode="r") as reader:  # the memory's type, to read the data as
+        memory = reader.resolve(ref) if ref.startswith(("cortex://", "key:")) else reader.resolve_latest(ref)
+    try:
+        fields = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise cortex.ValidationError("data", f"is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    data = memory_from_json({"type": memory.type.type_name, "data": fields}).data
+    with _open(store, owner, write=True) as c:
+        click.echo(c.update(memory.uri, data))
+    return 0
 
 
 @cli.command(short_help="Feedback on memories an answer relied on.", epilog=_epilog(

@@ -11,7 +11,7 @@ import click
 import cortex
 
 from ..bench.progress import progress
-from ._common import _actor_option, _echo_json, _epilog, _json_option, _open, _store_argument, cli
+from ._common import _removed_on_failure, _actor_option, _echo_json, _epilog, _json_option, _open, _store_argument, cli
 
 @cli.command(short_help="Write the whole store as JSON Lines.", epilog=_epilog("cortex export ./store agent.jsonl"))
 @_store_argument
@@ -42,8 +42,13 @@ def export(store: str, file: str, actor: str | None, as_json: bool) -> int:
 def import_(store: str, file: str, actor: str | None, trust_records: bool, as_json: bool) -> int:
     """Import FILE (from `cortex export`) into an empty store of the same actor,
     created when missing. The whole file is checked before anything is written; an
-    interrupted import is completed by running it again."""
-    with cortex.open(store, actor=actor or _export_actor(file)) as c:
+    interrupted import is completed by running it again. An import that fails
+    leaves no new store behind."""
+    exported = _export_actor(file)
+    if actor is not None and actor != exported:
+        raise cortex.ImportRefused("--actor", f"is {actor!r} but {file} is an export of {exported!r}: "
+                                   "an import keeps its actor (leave --actor out)", actor)
+    with _removed_on_failure(store), cortex.open(store, actor=exported) as c:
         counts = c.import_jsonl(file, trust_records=trust_records)
         root = c.root()
     if as_json:

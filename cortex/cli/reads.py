@@ -16,8 +16,8 @@ import cortex
 from cortex.interop import hmx_pack
 
 from .recall import print_synthesized
-from ._common import (DEFAULT_FIND_LIMIT, FORMS, OBJECT, TIERS, TYPE, VERB, _actor_option, _bullet, _echo_json, _epilog,
-                      _json_option, _open, _parse_time, _report_problems, _store_argument, cli)
+from ._common import (DEFAULT_FIND_LIMIT, FORMS, MAX_LIST, OBJECT, TIERS, TYPE, VERB, _actor_option, _bullet, _echo_json, _epilog,
+                      _is_dsn, _json_option, _open, _parse_time, _report_problems, _store_argument, cli)
 
 
 @dataclass(frozen=True)
@@ -261,3 +261,81 @@ def verify(store: str, actor: str | None, as_json: bool) -> int:
     with _open(store, actor) as c:
         problems = c.verify()
     return _report_problems(problems, as_json, "problems", f"{len(problems)} problem(s)")
+
+
+@cli.command("list", short_help="The newest memories, bounded, with filters.", epilog=_epilog(
+    "cortex list ./store", "cortex list ./store --type Fact --limit 50", "cortex list ./store --tag pricing --include-tombstoned --json"))
+@_store_argument
+@click.option("--type", "types", type=TYPE, multiple=True, help="Only this type (repeatable; default: every type).")
+@click.option("--tag", "tags", multiple=True, help="Only memories with this tag (repeatable: with every one).")
+@click.option("--limit", type=click.IntRange(min=1, max=MAX_LIST), default=DEFAULT_FIND_LIMIT, show_default=True,
+              help=f"At most this many (at most {MAX_LIST}).")
+@click.option("--form", type=click.Choice(FORMS), default="short", show_default=True, help="How each memory is rendered.")
+@click.option("--include-tombstoned", is_flag=True, help="Tombstoned memories too.")
+@_actor_option
+@_json_option
+def list_(store: str, types: tuple[str, ...], tags: tuple[str, ...], limit: int, form: str, include_tombstoned: bool,
+          actor: str | None, as_json: bool) -> int:
+    """The newest memories first (ties by id), at most --limit: of every type, or of
+    the given types and tags. One line each: `- <uri> — <text>`."""
+    names = list(types) or [m.type_name for m in cortex.MemoryType]
+    with _open(store, actor) as c:
+        found: list[cortex.Memory] = []
+        for name in dict.fromkeys(names):  # each type's newest, then the newest of all of them
+            found += c.find(type=name, tags=list(tags), order_by="-created", limit=limit, include_tombstoned=include_tombstoned)
+        found.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+        found = found[:limit]
+        rendered = [m.form(form) for m in found]
+    if as_json:
+        _echo_json([m.to_dict() for m in found])
+    else:
+        for memory, text in zip(found, rendered):
+            click.echo(_bullet(memory.uri, text))
+        if not found:
+            click.echo("(no memories)")
+    return 0
+
+
+@cli.command(short_help="The frames that hold memories, with counts.", epilog=_epilog("cortex frames ./store", "cortex frames ./store --json"))
+@_store_argument
+@_actor_option
+@_json_option
+def frames(store: str, actor: str | None, as_json: bool) -> int:
+    """Every frame (verb, object kind, ref) that live memories are filed under, with
+    how many, most first (ties by name): the verbs and objects `context` can be
+    asked for. Reads every memory once."""
+    counts: dict[tuple[str, str, str], int] = {}
+    with _open(store, actor) as c:
+        for memory in c.memories():
+            for f in memory.frames:
+                key = (f.verb.name.lower(), f.kind.name.lower(), f.ref)
+                counts[key] = counts.get(key, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if as_json:
+        _echo_json([{"verb": v, "kind": k, "ref": r, "memories": n} for (v, k, r), n in ranked])
+    else:
+        for (verb, kind, ref), count in ranked:
+            click.echo(f"{count:>7}  {verb} {kind}={ref}")
+        if not ranked:
+            click.echo("(no memory is filed under a frame)")
+    return 0
+
+
+@cli.command(short_help="The actors of a PostgreSQL database.", epilog=_epilog("cortex actors postgresql://cortex@db:5432/agents"))
+@click.argument("dsn", metavar="DSN")
+@_json_option
+def actors(dsn: str, as_json: bool) -> int:
+    """The actors whose stores a PostgreSQL database holds, A to Z (a RocksDB
+    folder holds one: `cortex stats` names it)."""
+    if not _is_dsn(dsn):
+        raise click.BadParameter(f"{dsn!r} is not a PostgreSQL connection string; a folder's store has one actor "
+                                 "(cortex stats names it)", param_hint="DSN")
+    names = cortex.list_actors(dsn)
+    if as_json:
+        _echo_json(names)
+    else:
+        for name in names:
+            click.echo(name)
+        if not names:
+            click.echo("(no stores)")
+    return 0

@@ -232,6 +232,32 @@ def open_postgres(dsn: str, *, actor: str, read_only: bool, sync: bool,
                            preload_last=preload_last)
 
 
+# Every actor once without reading each one's rows: a loose index scan over the
+# primary key (one index probe per actor), A to Z.
+_LIST_ACTORS = (
+    "WITH RECURSIVE a(actor) AS (SELECT min(actor) FROM cortex_kv UNION ALL "
+    "SELECT (SELECT min(actor) FROM cortex_kv WHERE actor > a.actor) FROM a WHERE a.actor IS NOT NULL) "
+    "SELECT actor FROM a WHERE actor IS NOT NULL"
+)
+
+
+def list_actors(dsn: str) -> list[str]:
+    """The actors whose stores the database at `dsn` holds, A to Z (none when it
+    has no cortex tables)."""
+    kwargs: dict[str, Any] = {"autocommit": True}
+    if "connect_timeout" not in pgpool.conninfo(dsn):
+        kwargs["connect_timeout"] = pgpool.CONNECT_TIMEOUT
+    try:
+        with psycopg.connect(dsn, **kwargs) as conn:
+            try:
+                rows = conn.execute(_LIST_ACTORS).fetchall()
+            except psycopg.errors.UndefinedTable:
+                return []
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot list the actors of {_without_password(dsn)}: {_cause(exc)}") from None
+    return [str(row[0]) for row in rows]
+
+
 def _seconds_from_env(name: str, default: float) -> float:
     """A positive number of seconds from environment variable `name`, or `default`."""
     text = os.environ.get(name)

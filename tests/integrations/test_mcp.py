@@ -27,7 +27,7 @@ from cortex.interop.memory_json import TYPE_NAMES, memory_to_json  # noqa: E402
 
 from integration_helpers import ACTOR, GPU, TickClock, open_store, seed  # noqa: E402
 
-ALL_TOOLS = {"context", "resolve", "remember", "find", "recall", "attest", "forget"}
+ALL_TOOLS = {"context", "resolve", "remember", "update", "supersede", "link", "find", "recall", "attest", "forget"}
 READ_TOOLS = {"context", "resolve", "find", "recall"}
 REPO = Path(__file__).resolve().parents[2]
 
