@@ -150,12 +150,13 @@ def render_short_medium(data: MemoryData) -> tuple[str, str]:
             if data.counterparty:
                 short += f" with {data.counterparty}"
             if data.cost is not None:
-                short += f" cost={data.cost[1]:g}{data.cost[0]}"
+                short += f" cost={data.cost[1]:g} {data.cost[0]}"
+            if data.summary:  # what happened, in the short form too: it is what a reader needs
+                short += f": {data.summary}"
             details = _details(
                 _opt("duration", f"{data.duration:g}s" if data.duration is not None else None),
                 _count("artifacts", data.artifacts),
                 _opt("intent", data.intent_ref),
-                data.summary,
             )
         case Goal():
             short = f"[{data.status}] {data.statement}"

@@ -92,8 +92,8 @@ TEMPLATES = [
     pytest.param(
         Event(kind="payment", outcome="success", intent_ref="i-1", counterparty="bob", cost=("USDC", 12.5),
               duration=3.0, artifacts=("r",), summary="paid"),
-        "success payment with bob cost=12.5USDC",
-        "success payment with bob cost=12.5USDC — duration=3s, artifacts=1, intent=i-1, paid", id="event-full",
+        "success payment with bob cost=12.5 USDC: paid",
+        "success payment with bob cost=12.5 USDC: paid — duration=3s, artifacts=1, intent=i-1", id="event-full",
     ),
     pytest.param(
         Goal(statement="ship v1", status="active", horizon_end=AT, success_criteria=("a", "b"), subgoals=("c",)),
@@ -162,7 +162,7 @@ def test_full_form_says_nothing_twice():
 
 def test_full_form_is_medium_then_one_line_per_field_the_medium_does_not_show_whole():
     data = Event(kind="payment", outcome="success", counterparty="bob", cost=("USDC", 2.0), artifacts=("a", "b"))
-    assert render_full(data) == "success payment with bob cost=2USDC — artifacts=2\nartifacts: a, b"
+    assert render_full(data) == "success payment with bob cost=2 USDC — artifacts=2\nartifacts: a, b"
     fact = Fact(statement="GPU hours cost 3 USD", subject="vendor-a", predicate="price", object="gpu")
     assert render_full(fact) == "price(vendor-a)=GPU hours cost 3 USD\nobject: gpu"
     pref = Preference(topic="eu", polarity="prefer", strength=0.125, value="eu-west")

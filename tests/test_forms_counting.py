@@ -105,7 +105,8 @@ def test_other_types_counts_are_exact():
         for data in (
             Identity(name=name, did=did, roles=(statement,)),
             Belief(statement=statement, stance="doubt", evidence_for=(name,)),
-            Event(kind="payment", outcome="failure", counterparty=name, summary=summary, artifacts=(statement,)),
+            # the summary sits in the short form; the medium ends with the intent, where the full form joins
+            Event(kind="payment", outcome="failure", counterparty=name, summary=summary, intent_ref=statement, artifacts=(statement,)),
         ):
             joins.update(_assert_exact(data))
 

@@ -72,9 +72,9 @@ CASES = [
     pytest.param(
         Event(kind="payment", outcome="failure", intent_ref="intent-9", counterparty="bob", cost=("USDC", 2.5), duration=1.5,
               artifacts=("a",), summary="card declined"),
-        "failure payment with bob cost=2.5USDC",
-        "failure payment with bob cost=2.5USDC — duration=1.5s, artifacts=1, intent=intent-9, card declined",
-        "failure payment with bob cost=2.5USDC — duration=1.5s, artifacts=1, intent=intent-9, card declined\nartifacts: a",
+        "failure payment with bob cost=2.5 USDC: card declined",
+        "failure payment with bob cost=2.5 USDC: card declined — duration=1.5s, artifacts=1, intent=intent-9",
+        "failure payment with bob cost=2.5 USDC: card declined — duration=1.5s, artifacts=1, intent=intent-9\nartifacts: a",
         id="event",
     ),
     pytest.param(Event(kind="dispatch", outcome="partial"), "partial dispatch", "partial dispatch", "partial dispatch", id="event-bare"),
