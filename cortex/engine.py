@@ -77,7 +77,7 @@ from .index import lexical
 from .index.hot import HotFrames, JoinedCalls
 from .index.newest import NewestEvents
 from .index.packs import FramePacks
-from .storage import Batch, Storage, is_dsn
+from .storage import Batch, Reads, Storage, ViewMoved, is_dsn
 from .workers import FormsPool
 
 Clock = Callable[[], datetime]
@@ -469,11 +469,14 @@ class Engine:
             return self.journal
         wait_for(token, seconds, look, self.storage.lag)
 
-    def read(self, fn: Callable[[], T], catch_up: bool = False) -> T:
+    def read(self, fn: Callable[[], T], catch_up: bool = False, reads: Reads | None = None) -> T:
         """Run `fn` on one consistent view: under the read lock, inside the backend's
         view; a follower whose view proves torn catches up and runs it again.
         `catch_up` first brings a follower up to the writer when its files changed
-        (`context()` does; other reads see the view of the last catch-up)."""
+        (`context()` does; other reads see the view of the last catch-up). `reads`:
+        what `fn` is about to read, for a backend to fetch at once (`Storage.prefetch`);
+        a view that then finds the store moved under what it fetched (`ViewMoved`)
+        runs `fn` again."""
         for attempt in range(VIEW_RETRIES + 1):
             if catch_up:
                 self.catch_up_if_changed()
@@ -481,7 +484,12 @@ class Engine:
                 with self.lock.read():
                     self.check_open()
                     with self.storage.view():
+                        if reads is not None:
+                            self.storage.prefetch(reads)
                         return fn()
+            except ViewMoved:
+                if attempt == VIEW_RETRIES:
+                    raise StoreError(f"the store kept moving under the view over {attempt + 1} tries") from None
             except TornView as torn:
                 if attempt == VIEW_RETRIES:
                     raise StoreError(f"the reader's view of the store stayed inconsistent over {attempt + 1} catch-ups: {torn}") from None

@@ -27,10 +27,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Protocol
 
 # Values of a batch: bytes to put, None to delete.
 Batch = Mapping[bytes, "bytes | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reads:
+    """The reads a view is about to make (`Storage.prefetch`): `gets`, point reads;
+    `scans`, every value under each prefix (`scan_values`); `newest`, (prefix, n): the
+    first n items of a backward scan of each prefix (`scan_items_backward`); and
+    `joined`, (key prefix, width, at most): the keys `key prefix + value[:width]` of
+    every value those scans return, when they return at most that many (the heads
+    the index entries name, which `multi_get` then asks for)."""
+
+    gets: tuple[bytes, ...] = ()
+    scans: tuple[bytes, ...] = ()
+    newest: tuple[tuple[bytes, int], ...] = ()
+    joined: tuple[bytes, int, int] | None = None
+
+
+class ViewMoved(Exception):
+    """A view found the store changed between two of its reads (a backend that reads
+    a view's first statement outside a transaction checks each later one against
+    it): nothing read in it may be used, the call starts again (`Engine.read`)."""
 
 
 class Storage(Protocol):
@@ -75,6 +97,13 @@ class Storage(Protocol):
 
     def view(self) -> AbstractContextManager[None]:
         """A block in which every read sees one committed state."""
+        ...
+
+    def prefetch(self, reads: Reads) -> None:
+        """(Inside a `view()`, before its first read) the reads the block is about to
+        make. A backend that can make them in one round trip does, and serves the
+        block's reads from what it fetched; the others do nothing. The block's reads
+        return the same either way."""
         ...
 
     def writer_moved(self) -> bool:

@@ -9,6 +9,9 @@ made by the first of them:
 * `acquire(dsn)` returns the `Database` for `dsn` (its pool made on first use: one
   connection made at once, so that a wrong DSN fails fast and names its cause, the
   rest as the pool needs them) and counts the handle; `release()` uncounts it.
+* A pool keeps no connection open for its own sake (`min_size=0`): it opens them as
+  handles ask and closes those idle for ten minutes, so a pool to a server that went
+  away does not keep trying to reach it.
 * A pool that no handle uses stays open for the next one (a worker opening a store
   per task then connects once), up to `IDLE_POOLS` of them: beyond that the pool
   idle longest is closed. `close_all()` closes every pool; it runs at exit.
@@ -80,7 +83,7 @@ def acquire(dsn: str) -> tuple[Database, Conn | None]:
     conn = psycopg.connect(dsn, **kwargs)  # fails fast, with the server's reason
     try:
         pool: ConnectionPool[Conn] = ConnectionPool(
-            dsn, kwargs=kwargs, min_size=1, max_size=pool_size(), open=True, name="cortex",
+            dsn, kwargs=kwargs, min_size=0, max_size=pool_size(), open=True, name="cortex",
             timeout=CONNECT_TIMEOUT)
     except BaseException:
         conn.close()

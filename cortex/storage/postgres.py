@@ -84,7 +84,7 @@ YugabyteDB; `%s` are parameters, `[...]` parts are present or not):
 | `UPDATE cortex_lease SET expires_at = now() + %s WHERE actor = %s AND holder = %s AND token = %s` | renew; first statement of every write |
 | `UPDATE cortex_lease SET expires_at = now() WHERE actor = %s AND holder = %s AND token = %s` | `close()` releases the lease |
 | `BEGIN` / `COMMIT` / `ROLLBACK` | a write batch |
-| `BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY` | `view()` (ended by `ROLLBACK`) |
+| `BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY` | `view()` (ended by `COMMIT`, which keeps the driver's prepared statements) |
 | `INSERT INTO cortex_kv (actor, key, value) VALUES (%s, %s, %s), ... ON CONFLICT (actor, key) DO UPDATE SET value = excluded.value` | the puts of a batch, up to 1,000 rows a statement |
 | `DELETE FROM cortex_kv WHERE actor = %s AND key = ANY(%s)` | the deletes of a batch |
 | `SELECT value FROM cortex_kv WHERE actor = %s AND key = %s` | `get` |
@@ -116,8 +116,16 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import CorruptRecord, NotFound, ReadOnlyStore, StoreError, StoreLocked, ValidationError
 from ..records import META_JOURNAL, prefix_end
-from . import Batch, pgpool
+from . import Batch, Reads, ViewMoved, pgpool
 from .pgpool import Conn
+from .pgview import Fetched, View
+from .pgview import cause as _cause
+from .pgview import end_of as _end
+from .pgview import failed as _failed
+from .pgview import live_connection as _live_connection
+from .pgview import lost as _lost
+from .pgview import retryable as _retryable
+from .pgview import rollback_quietly as _rollback_quietly
 
 T = TypeVar("T")
 
@@ -167,7 +175,6 @@ _LEASE_HOLDER = "SELECT holder, expires_at, token FROM cortex_lease WHERE actor 
 _RENEW_LEASE = "UPDATE cortex_lease SET expires_at = now() + %s WHERE actor = %s AND holder = %s AND token = %s"
 _RELEASE_LEASE = "UPDATE cortex_lease SET expires_at = now() WHERE actor = %s AND holder = %s AND token = %s"
 _LOCK_LEASE = "SELECT holder, token FROM cortex_lease WHERE actor = %s FOR UPDATE"
-_BEGIN_VIEW = "BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 _DELETE = "DELETE FROM cortex_kv WHERE actor = %s AND key = ANY(%s)"
 # PostgreSQL only (`lag()` reports None where it fails): how far a standby's replay is behind.
 _REPLAY_LAG = (
@@ -458,9 +465,15 @@ class PostgresStorage:
     def _read(self, what: str, run: Callable[[Conn], T]) -> T:
         """Run `run(conn)` in the calling thread's view, or else on a pooled connection,
         retrying once on a fresh connection when the first one was lost."""
-        view: _View | None = getattr(self._local, "view", None)
+        view: View | None = getattr(self._local, "view", None)
         if view is not None:
             return view.read(what, run)
+        return self._read_outside(what, run)
+
+    def _read_outside(self, what: str, run: Callable[[Conn], T]) -> T:
+        """Run `run(conn)` on a pooled connection in autocommit (one statement, one
+        committed state), retrying once on a fresh connection when the first one was
+        lost or the server asked for a retry."""
         try:
             with self._pool.connection() as conn:
                 return run(conn)
@@ -483,6 +496,13 @@ class PostgresStorage:
         preloaded = self._preloaded
         if preloaded is not None and key in preloaded:
             return preloaded[key]
+        fetched = self._fetched()
+        if fetched is not None and key in fetched.gets:
+            return fetched.gets[key]
+        view = self._view()
+        checked = None if view is None else view.checked_get([key])
+        if checked is not None:
+            return checked.get(key)
 
         def run(conn: Conn) -> bytes | None:
             row = conn.execute(_GET, (self.actor, key), binary=True).fetchone()
@@ -492,6 +512,15 @@ class PostgresStorage:
     def multi_get(self, keys: Sequence[bytes]) -> list[bytes | None]:
         if not keys:
             return []
+        fetched = self._fetched()
+        if fetched is not None:
+            values = fetched.values_of(list(keys))
+            if values is not None:
+                return values
+        view = self._view()
+        checked = None if view is None else view.checked_get(list(keys))
+        if checked is not None:
+            return [checked.get(key) for key in keys]
 
         def run(conn: Conn) -> dict[bytes, bytes]:
             rows = conn.execute(_MULTI_GET, (self.actor, list(keys)), binary=True).fetchall()
@@ -599,6 +628,9 @@ class PostgresStorage:
 
     def scan_values(self, prefix: bytes, key_of: Callable[[bytes], bytes] | None = None) -> list[bytes]:
         """One range query (`key_of` is not needed: the server reports damage itself)."""
+        fetched = self._fetched()
+        if fetched is not None and prefix in fetched.scans:
+            return list(fetched.scans[prefix])
         end = _end(prefix)
         sql = _range_sql("value", ">=", None if end is None else "<", "ASC", None)
         params = (self.actor, prefix) if end is None else (self.actor, prefix, end)
@@ -628,6 +660,13 @@ class PostgresStorage:
         a busy object would mostly be sent for nothing."""
         bound = _end(prefix)
         size = _FIRST_BACKWARD_PAGE
+        fetched = self._fetched()
+        if fetched is not None and prefix in fetched.newest:
+            asked, page = fetched.newest[prefix]
+            yield from page
+            if len(page) < asked:
+                return
+            bound, size = page[-1][0], min(asked * 8, _PAGE)
         while True:
             sql = _range_sql("key, value", ">=", None if bound is None else "<", "DESC", size)
             params = (self.actor, prefix) if bound is None else (self.actor, prefix, bound)
@@ -652,18 +691,42 @@ class PostgresStorage:
 
     @contextmanager
     def view(self) -> Iterator[None]:
-        """One read-only REPEATABLE READ transaction for the calling thread's reads in
-        the block (a view opened inside another uses the outer one)."""
+        """One read-only view for the calling thread's reads in the block (a view
+        opened inside another uses the outer one): a prefetch's one statement, and a
+        REPEATABLE READ transaction for what it did not cover (`cortex.storage.pgview`).
+        A view that found the store moved under its prefetch raises `ViewMoved`, and
+        the thread's next view runs its prefetch inside the transaction."""
         if getattr(self._local, "view", None) is not None:
             yield
             return
-        view = _View(self._pool)
+        strict = getattr(self._local, "strict", False)
+        view = View(self._pool, self.actor, META_JOURNAL, strict, self._read_outside)
         self._local.view = view
         try:
             yield
+        except ViewMoved:
+            self._local.strict = True
+            raise
+        else:
+            if strict:
+                self._local.strict = False
         finally:
             self._local.view = None
             view.end()
+
+    def prefetch(self, reads: Reads) -> None:
+        view: View | None = getattr(self._local, "view", None)
+        if view is not None:
+            view.prefetch(reads)
+
+    def _view(self) -> View | None:
+        """The calling thread's open view, if any."""
+        view: View | None = getattr(self._local, "view", None)
+        return view
+
+    def _fetched(self) -> Fetched | None:
+        view = self._view()
+        return None if view is None else view.fetched
 
     def writer_moved(self) -> bool:
         return False
@@ -701,56 +764,6 @@ class PostgresStorage:
         return dict(self.scan_items(b""))
 
 
-class _View:
-    """The connection and transaction of one `view()` block, begun at its first read."""
-
-    def __init__(self, pool: ConnectionPool[Conn]) -> None:
-        self._pool = pool
-        self._conn: Conn | None = None
-        self._snapshot_taken = False
-
-    def read(self, what: str, run: Callable[[Conn], T]) -> T:
-        try:
-            result = run(self._connection())
-        except psycopg.Error as exc:
-            if self._snapshot_taken and _retryable(exc):
-                raise _failed(what, exc, "inside a read view, whose snapshot was lost with its connection "
-                                         "(or cancelled by the standby's replay)") from None
-            if not _retryable(exc):
-                raise _failed(what, exc) from None
-            first = exc
-        else:
-            self._snapshot_taken = True
-            return result
-        # No read of this view had succeeded, so there was no snapshot yet: a new
-        # transaction on a fresh connection loses nothing.
-        self.end()
-        try:
-            result = run(self._connection(live=True))
-        except psycopg.Error as exc:
-            raise _failed(what, exc, f"after a retry on a fresh connection (first: {_cause(first)})") from None
-        self._snapshot_taken = True
-        return result
-
-    def _connection(self, live: bool = False) -> Conn:
-        """The view's connection, begun on first use (`live`: one proven alive first)."""
-        if self._conn is None:
-            conn = _live_connection(self._pool) if live else self._pool.getconn()
-            try:
-                conn.execute(_BEGIN_VIEW, prepare=False)
-            except BaseException:
-                self._pool.putconn(conn)
-                raise
-            self._conn = conn
-        return self._conn
-
-    def end(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            _rollback_quietly(conn)
-            self._pool.putconn(conn)
-
-
 class _NotCommitted(Exception):
     """A write transaction that certainly did not commit: safe to try again."""
 
@@ -764,70 +777,6 @@ def _fetch_items(sql: str, params: tuple[object, ...]) -> Callable[[Conn], list[
     def run(conn: Conn) -> list[tuple[bytes, bytes]]:
         return [(bytes(key), bytes(value)) for key, value in conn.execute(sql, params, binary=True).fetchall()]
     return run
-
-
-def _end(prefix: bytes) -> bytes | None:
-    """The smallest key above every key with `prefix`; None when there is none (a
-    prefix of only 0xff bytes, or the empty prefix: every key)."""
-    try:
-        return prefix_end(prefix)
-    except ValueError:
-        return None
-
-
-def _rollback_quietly(conn: Conn) -> None:
-    if conn.closed:
-        return
-    try:
-        conn.execute("ROLLBACK", prepare=False)
-    except psycopg.Error:
-        pass  # a broken connection: the pool drops it, the server rolls back
-
-
-def _lost(exc: psycopg.Error) -> bool:
-    """Whether the connection was lost: the client-side failures that carry no
-    SQLSTATE (the server never answered; a pool time-out aside), SQLSTATE class 08
-    (connection exception) and 57P01-57P03 (the server ended the session)."""
-    if isinstance(exc, PoolTimeout):
-        return False
-    state = exc.sqlstate
-    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
-
-
-def _retryable(exc: psycopg.Error) -> bool:
-    """Whether a read may be sent again on a fresh connection: the connection was
-    lost, or the server cancelled it and asks for a retry (SQLSTATE class 40: on a
-    hot standby, 40001 when replay needed what the read was looking at)."""
-    return _lost(exc) or (exc.sqlstate or "").startswith("40")
-
-
-def _cause(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())[:300]
-    state = getattr(exc, "sqlstate", None)
-    return f"{type(exc).__name__}{f' [{state}]' if state else ''}: {text}"
-
-
-def _failed(what: str, exc: psycopg.Error, note: str = "") -> Exception:
-    """A psycopg failure as a cortex error naming what failed and why."""
-    if isinstance(exc, (psycopg.errors.DataCorrupted, psycopg.errors.IndexCorrupted)):
-        return CorruptRecord(what.encode(), f"PostgreSQL reports damaged data: {_cause(exc)}")
-    return StoreError(f"PostgreSQL {what} failed: {_cause(exc)}{f'; {note}' if note else ''}")
-
-
-def _live_connection(pool: ConnectionPool[Conn]) -> Conn:
-    """A pooled connection proven alive by a round trip: after a lost connection the
-    pool may still hold others that died with it (a server restart, a dropped
-    network path), and a retry must not land on one of those. Broken ones go back
-    to the pool, which discards them."""
-    for _ in range((pool.max_size or 1) + 1):
-        conn = pool.getconn()
-        try:
-            ConnectionPool.check_connection(conn)
-        except psycopg.Error:
-            pool.putconn(conn)
-            continue
-        return conn
-    return pool.getconn()
 
 
 def _without_password(dsn: str) -> str:

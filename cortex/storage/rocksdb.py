@@ -54,7 +54,7 @@ from rocksdict import (
 
 from ..errors import CorruptRecord, NotAStore, NotFound, StoreError, StoreLocked
 from ..records import prefix_end
-from . import Batch
+from . import Batch, Reads
 
 # Fresh secondary instances a catch-up tries while the writer keeps flushing.
 _MAX_REOPENS = 5
@@ -462,6 +462,9 @@ class RocksStorage:
     def flush(self) -> None:
         """Flush the memtable to SST files (tests and tools that read the files)."""
         self.db.flush()
+
+    def prefetch(self, reads: Reads) -> None:
+        """Nothing: a local read costs microseconds, the same one by one."""
 
     def lag(self) -> float | None:
         return None  # a follower catches up when asked: it has no replay to report on
