@@ -370,15 +370,18 @@ class Cortex:
 
         return hmx_events.ingest(self, events)
 
-    def export_fingerprint(self, tier: str = "full") -> dict[str, Any]:
-        """This store as an HMX-1.0 fingerprint envelope ("full", "compact" or "minimal")."""
+    def export_fingerprint(self, tier: str = "full", *, sign_with: Any = None) -> dict[str, Any]:
+        """This store as an HMX-1.0 fingerprint envelope ("full", "compact" or "minimal");
+        `sign_with`: an Ed25519 private key that signs it (docs/trust.md)."""
         from .interop import fingerprint
 
-        return fingerprint.export(self, tier)
+        return fingerprint.export(self, tier, sign_with=sign_with)
 
     def import_fingerprint(self, envelope: Mapping[str, Any] | str | bytes) -> int:
         """Import a fingerprint envelope (additive; its hashes are checked first; the
-        same `fingerprint_id` twice is a no-op); return the memories written."""
+        same fingerprint twice is a no-op); return the memories written. Unless a key
+        this store trusts signed it, it writes no pinned or hard memory and is capped
+        in count and size (docs/trust.md)."""
         from .interop import fingerprint
 
         return fingerprint.import_(self, envelope)
@@ -439,6 +442,10 @@ class Cortex:
         """The learned artifact memories (of one artifact type, in one status), by artifact id."""
         self._engine.check_open()
         return self._engine.read(lambda: _learn.artifacts(self._engine, type, status))
+
+    def trusted_keys(self) -> dict[str, bytes]:
+        """The keys this store trusts (`trust()`), by name: raw Ed25519 public keys."""
+        return _reads.trusted(self._engine)
 
     def learn_params(self) -> dict[str, Any] | None:
         """The thresholds of the store's last `learn()` (None before the first)."""

@@ -174,3 +174,10 @@ def grant(e: Engine, scope: Scope, key: object) -> SignedScope:
     if name is None:
         raise ValidationError("private_key", "its public key is not trusted by this store; trust() it first")
     return sign(scope, signing_key, name)
+
+
+def trusted(e: Engine) -> dict[str, bytes]:
+    """Every trusted key by name (`Cortex.trust`), in name order: the raw 32 bytes of
+    each Ed25519 public key."""
+    e.check_open()
+    return e.read(lambda: trusted_keys(e.storage), catch_up=True)

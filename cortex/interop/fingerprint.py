@@ -113,7 +113,7 @@ from ..model import Belief, Constraint, Event, Fact, Frame, ObjKind, Pattern, Pr
 from ..writes import Write
 from ..learn.artifacts import PAYLOAD_KEY as LEARNED_PAYLOAD
 from ..learn import params as learn_params
-from . import InteropStore
+from . import InteropStore, fingerprint_trust
 from .canonical import JSONDict, canonical_json, content_hash, cut_utf8, without
 from .fingerprint_fields import (
     COMPILER_STATE_TAG, MAX_TAGS, PRIORS_TAG, FingerprintImport, check_optional, compiler_state, kept_writes, parse_time,
@@ -164,7 +164,9 @@ def _stored(store: InteropStore, tag: str, now: datetime | None) -> JSONDict | N
 
 
 def import_tag(fingerprint_id: str) -> str:
-    """The tag of the Event that records an import (`hmxfp:<fingerprint_id>`)."""
+    """The tag of the Event that records an import (`hmxfp:<fingerprint_id>`), made
+    from the id its content gives (`fingerprint_trust.content_id`), which is the
+    `fingerprint_id` of an unaltered export by cortex."""
     tag = "hmxfp:" + fingerprint_id
     return tag if len(tag) <= 64 else "hmxfp~" + content_hash(fingerprint_id)[:58]
 
@@ -590,12 +592,19 @@ class _Stats:
 
 
 def export(store: InteropStore, tier: str = "full", *, tags: Sequence[str] | None = None,
-           expires_at: datetime | str | None = None) -> JSONDict:
+           expires_at: datetime | str | None = None, sign_with: object = None) -> JSONDict:
     """The store's fingerprint in `tier`, wrapped in its export envelope. `tags`: the
     fingerprint's categorization tags (default: the exported artifacts' tags, without
-    the tags HMX imports write); `expires_at`: when it goes stale (default: never)."""
+    the tags HMX imports write); `expires_at`: when it goes stale (default: never);
+    `sign_with`: an Ed25519 private key that signs the envelope, so that a store
+    trusting its public key imports it as trusted (`fingerprint_trust`)."""
     if tier not in TIERS:
         raise ValidationError("tier", f"must be one of {', '.join(TIERS)}", tier)
+    envelope = _export(store, tier, tags, expires_at)
+    return envelope if sign_with is None else fingerprint_trust.sign(envelope, sign_with)
+
+
+def _export(store: InteropStore, tier: str, tags: Sequence[str] | None, expires_at: datetime | str | None) -> JSONDict:
     extra: JSONDict = {"compiler_state": _with_learn_params(compiler_state(store.weights()), store.learn_params())}
     if tags is not None:
         if isinstance(tags, (str, bytes)) or not all(isinstance(t, str) and t for t in tags) or len(tags) > MAX_TAGS:
@@ -689,7 +698,9 @@ def import_report(store: InteropStore, envelope: Mapping[str, Any] | str | bytes
     env = _parse(envelope)
     fingerprint = _checked(env)
     fingerprint_id = str(fingerprint["fingerprint_id"])
-    marker = import_tag(fingerprint_id)
+    signer = fingerprint_trust.signer(env, store.trusted_keys())
+    # Known by its content, not by the id it claims (`fingerprint_trust`).
+    marker = import_tag(fingerprint_trust.content_id(fingerprint))
     if store.find(tags=[marker], limit=1, include_tombstoned=True):
         return FingerprintImport(fingerprint_id, 0, already_imported=True)
     unknown = unknown_fields(env)
@@ -708,13 +719,18 @@ def import_report(store: InteropStore, envelope: Mapping[str, Any] | str | bytes
         if artifact is not None and artifact.artifact_id not in existing:
             existing.add(artifact.artifact_id)
             new.append(write)
+    if signer is None:
+        new = fingerprint_trust.untrusted(new, warnings)
+    new = fingerprint_trust.with_provenance(new, marker)
     source = str(fingerprint.get("agent_id") or fingerprint["tenant_id"])
     record = Event(
         kind="observation", outcome="success", counterparty=cut_utf8(source, 256),
         summary=f"imported HMX fingerprint {fingerprint_id}: {len(new)} artifacts",
     )
-    store.write_many([*new, *kept, Write(record, tags=(marker,), source="hmx-fingerprint",
-                                         attributes=record_attributes(unknown, warnings))])
+    attributes = record_attributes(unknown, warnings)
+    if signer is not None:  # the trusted name whose key signed it
+        attributes = {**(attributes or {}), "signed_by": signer}
+    store.write_many([*new, *kept, Write(record, tags=(marker,), source="hmx-fingerprint", attributes=attributes)])
     tags = {w.tags[0] for w in kept}
     return FingerprintImport(fingerprint_id, len(new), tuple(unknown), tuple(warnings), PRIORS_TAG in tags,
                              COMPILER_STATE_TAG in tags)

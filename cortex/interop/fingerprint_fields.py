@@ -50,7 +50,7 @@ FINGERPRINT_FIELDS = frozenset({
 })
 """Seed 003 §2.1 and §2.2."""
 ENVELOPE_FIELDS = frozenset({"format", "envelope_version", "hmx_version", "fingerprint", "exported_at", "integrity_hash",
-                             "exported_by"})
+                             "exported_by", "cortex_signature"})  # cortex_signature: `fingerprint_trust`
 SUMMARY_FIELDS: Mapping[str, frozenset[str]] = {
     "policy_set": frozenset({"artifact_id", "condition", "recommendation", "scope", "confidence", "outcome_count", "tags",
                              "cortex_memory"}),

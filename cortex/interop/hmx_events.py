@@ -95,6 +95,7 @@ from ..model import Belief, Event, Fact, Frame
 from ..provenance import MAX_ORIGIN_BYTES, MAX_SEQUENCE, Origin, canonical_attributes
 from ..writes import Write
 from . import InteropStore
+from .limits import MAX_EVENT_LINE_BYTES
 from .canonical import canonical_json, cut_utf8, sha256_hex
 from .hmx_order import SessionOrder
 from .schema_check import check_event
@@ -177,13 +178,19 @@ def _read_file(path: str | bytes) -> Iterator[tuple[int, Mapping[str, Any]]]:
     except OSError as exc:
         raise ValidationError("events", f"cannot read {path!r}: {exc.strerror}", path) from None
     with handle:
-        for line, raw in enumerate(handle, start=1):
+        line = 0
+        while raw := handle.readline(MAX_EVENT_LINE_BYTES + 1):  # bounded: a huge line is not read whole
+            line += 1
+            if len(raw) > MAX_EVENT_LINE_BYTES:
+                raise MalformedEvent(line, "event", f"is longer than {MAX_EVENT_LINE_BYTES} bytes, the most an event line may be")
             if not raw.strip():
                 continue
             try:
                 event = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
             except UnicodeDecodeError:
                 raise MalformedEvent(line, "event", "is not valid UTF-8") from None
+            except RecursionError:
+                raise MalformedEvent(line, "event", "is nested too deeply to be JSON an event holds") from None
             except json.JSONDecodeError as exc:
                 raise MalformedEvent(line, "event", f"is not valid JSON ({exc.msg} at column {exc.colno})") from None
             except ValueError as exc:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from interop_helpers import DEPLOY, GPU, Clock, open_store, populate, validate
 
 import cortex
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cortex.interop import fingerprint, hmx_events
 from cortex.interop.canonical import canonical_json, content_hash, without
 from cortex import FingerprintIntegrityError
@@ -121,7 +122,9 @@ def test_an_export_is_deterministic_also_after_a_reopen(tmp_path):
 @pytest.mark.parametrize("tier", ["full", "compact"])
 def test_export_import_export_gives_the_same_artifact_summaries(store, empty, tier):
     rich(store)
-    envelope = fingerprint.export(store, tier)
+    peer = Ed25519PrivateKey.generate()  # signed by a key the importer trusts: imported as it is (docs/trust.md)
+    empty.trust(peer.public_key(), "peer")
+    envelope = fingerprint.export(store, tier, sign_with=peer)
     summaries = envelope["fingerprint"]["artifact_summaries"]
     written = fingerprint.import_(empty, envelope)
     assert written == len(summaries["policy_set"]) + len(summaries["task_schema_set"]) == 6

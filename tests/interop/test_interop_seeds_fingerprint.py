@@ -13,6 +13,8 @@ from interop_helpers import DEPLOY, GPU, NOW, Clock, open_store, validate
 import cortex
 from cortex.interop import fingerprint, hmx_pack
 from cortex.interop.canonical import content_hash, without
+from cortex.interop.fingerprint_trust import content_id
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cortex.salience.score import DEFAULT_WEIGHTS
 
 SEED_REQUIRED = ("hmx_version", "fingerprint_id", "fingerprint_version", "tenant_id", "created_at", "artifact_summaries",
@@ -110,7 +112,7 @@ def test_a_newer_minor_version_with_unknown_fields_is_imported_and_they_are_kept
     assert report.unknown_fields == ("signature", "fingerprint.skill_graph",
                                      "fingerprint.artifact_summaries.task_schema_set[0].risk")
     assert report.warnings == ("fingerprint_version 2 is newer than 1: imported best-effort, 3 unknown fields kept",)
-    [record] = other.find(tags=[fingerprint.import_tag(envelope["fingerprint"]["fingerprint_id"])], limit=2)
+    [record] = other.find(tags=[fingerprint.import_tag(content_id(envelope["fingerprint"]))], limit=2)  # known by its content
     assert record.attributes == {"unknown_fields": {"signature": "abc", "fingerprint.skill_graph": {"nodes": 3},
                                                     "fingerprint.artifact_summaries.task_schema_set[0].risk": "low"},
                                  "warnings": list(report.warnings)}
@@ -152,7 +154,9 @@ def test_an_artifact_memory_round_trips_without_losing_content(store, other, typ
                       expires_at=EXPIRY)
     first = fingerprint.export(store, "full")
     validate(first, "hmx_fingerprint")
-    assert fingerprint.import_(other, first) == 1
+    peer = Ed25519PrivateKey.generate()  # signed by a key the other store trusts: imported as it is (docs/trust.md)
+    other.trust(peer.public_key(), "peer")
+    assert fingerprint.import_(other, fingerprint.export(store, "full", sign_with=peer)) == 1
     [copy] = other.find(type=type_name, limit=5)
     original = store.resolve(uri)
     assert copy.data == original.data  # every data field, a Preference's rationale included
