@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
+from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -281,10 +283,67 @@ def compile_artifacts(passes: Sessions, params: LearnParams) -> list[Artifact]:
         for name, items in passes():
             yield trace_of(name, items)
 
-    tally = _tally(params, traces())
+    with _Spool() as spool:
+        tally = _tally(params, _spooled(traces(), spool))
+        return _compile(params, traces, tally, spool)
+
+
+def _spooled(traces: Iterable[Trace], spool: _Spool) -> Iterator[Trace]:
+    """The traces, each session's path written to the spool on the way (the miner's
+    passes read it there, not the records again)."""
+    for tr in traces:
+        if tr.steps:
+            spool.write([tr.steps[i].label for i in tr.path()])
+        yield tr
+
+
+class _Spool:
+    """Sessions' paths as label numbers in a temporary file: what the miner's passes
+    read (a few bytes a step on disk, one session at a time in memory)."""
+
+    def __init__(self) -> None:
+        self.labels: dict[str, int] = {}
+        self.names: list[str] = []
+        self._file = tempfile.TemporaryFile()
+
+    def __enter__(self) -> _Spool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.close()
+
+    def write(self, path: list[str]) -> None:
+        ids = array("I", [len(path)])
+        for label in path:
+            number = self.labels.get(label)
+            if number is None:
+                number = self.labels[label] = len(self.names)
+                self.names.append(label)
+            ids.append(number)
+        self._file.write(ids.tobytes())
+
+    def passes(self, keep: set[str]) -> Callable[[], Iterable[list[int]]]:
+        wanted = {self.labels[label] for label in keep if label in self.labels}
+
+        def read() -> Iterator[list[int]]:
+            self._file.seek(0)
+            reader = self._file
+            size = array("I").itemsize
+            while True:
+                head = reader.read(size)
+                if not head:
+                    return
+                (n,) = array("I", head)
+                ids = array("I", reader.read(size * n))
+                yield [i for i in ids if i in wanted]
+
+        return read
+
+
+def _compile(params: LearnParams, traces: Callable[[], Iterable[Trace]], tally: _Tally, spool: _Spool) -> list[Artifact]:
     n = tally.sessions
     out: list[Artifact] = []
-    schemas = _task_schemas(params, traces, tally)
+    schemas = _task_schemas(params, traces, tally, spool)
     out.extend(schemas)
     out.extend(_playbooks(params, tally))
     out.extend(_policies(params, tally))
@@ -299,15 +358,6 @@ def compile_artifacts(passes: Sessions, params: LearnParams) -> list[Artifact]:
 # task_schema
 
 
-def _projected(traces: Callable[[], Iterable[Trace]], keep: set[str]) -> Callable[[], Iterable[list[str]]]:
-    def passes() -> Iterable[list[str]]:
-        for tr in traces():
-            if tr.steps:
-                yield [tr.steps[i].label for i in tr.path() if tr.steps[i].label in keep]
-
-    return passes
-
-
 def _frequent_labels(params: LearnParams, tally: _Tally) -> set[str]:
     """The labels on the paths of at least the draft support of sessions: the steps
     patterns are made of (and between which gaps are counted)."""
@@ -315,7 +365,7 @@ def _frequent_labels(params: LearnParams, tally: _Tally) -> set[str]:
     return {label for label, c in tally.path_support.items() if c >= minsup}
 
 
-def mined_patterns(params: LearnParams, traces: Callable[[], Iterable[Trace]], tally: _Tally) -> dict[tuple[str, ...], int]:
+def mined_patterns(params: LearnParams, tally: _Tally, spool: _Spool) -> dict[tuple[str, ...], int]:
     """The reported patterns: frequent (draft support), `min_steps` long or more, and
     not covered: from the longest down, a pattern is left out when the longer
     patterns already reported that contain it hold, their supports summed, at least
@@ -324,7 +374,8 @@ def mined_patterns(params: LearnParams, traces: Callable[[], Iterable[Trace]], t
     keep = _frequent_labels(params, tally)
     if not keep:
         return {}
-    found = mine.mine(_projected(traces, keep), minsup, params.max_gap, params.max_steps)
+    numbered = mine.mine(spool.passes(keep), minsup, params.max_gap, params.max_steps)
+    found = {tuple(spool.names[i] for i in p): s for p, s in numbered.items()}
     long = {p: s for p, s in found.items() if len(p) >= params.min_steps}
     by_len = sorted(long.items(), key=lambda kv: (-len(kv[0]), kv[0]))
     reported: dict[tuple[str, ...], int] = {}
@@ -335,8 +386,8 @@ def mined_patterns(params: LearnParams, traces: Callable[[], Iterable[Trace]], t
     return reported
 
 
-def _task_schemas(params: LearnParams, traces: Callable[[], Iterable[Trace]], tally: _Tally) -> list[Artifact]:
-    patterns = mined_patterns(params, traces, tally)
+def _task_schemas(params: LearnParams, traces: Callable[[], Iterable[Trace]], tally: _Tally, spool: _Spool) -> list[Artifact]:
+    patterns = mined_patterns(params, tally, spool)
     if not patterns:
         return []
     keep = _frequent_labels(params, tally)

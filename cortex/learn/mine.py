@@ -32,33 +32,44 @@ def windows(seq: Sequence[L], max_gap: int, frequent: Sequence[set[tuple[L, ...]
     extensions of frequent patterns of the previous level whose suffix is frequent
     too. `frequent[j]` holds the frequent patterns of length j + 1."""
     k = len(frequent) + 1
-    occ: dict[tuple[L, ...], list[int]] = {}
+    if k == 1:
+        return {(label,) for label in seq}
+    n = len(seq)
+    first = frequent[0]
+    occ: dict[tuple[L, ...], set[int]] = {}
     for i, label in enumerate(seq):
         single: tuple[L, ...] = (label,)
-        if k == 1 or single in frequent[0]:
-            occ.setdefault(single, []).append(i)
-    if k == 1:
-        return set(occ)
-    n = len(seq)
-    for j in range(2, k + 1):
-        nxt: dict[tuple[L, ...], list[int]] = {}
-        level = frequent[j - 1] if j < k else None
+        if single in first:
+            at = occ.get(single)
+            if at is None:
+                occ[single] = {i}
+            else:
+                at.add(i)
+    for j in range(2, k):  # occurrences of the frequent patterns of lengths 2..k-1
+        level = frequent[j - 1]
+        nxt: dict[tuple[L, ...], set[int]] = {}
         for p, ends in occ.items():
             for end in ends:
                 for t in range(end + 1, min(n, end + 2 + max_gap)):
                     q = p + (seq[t],)
-                    if level is not None:
-                        if q not in level:
-                            continue
-                    elif q[1:] not in frequent[j - 2]:
-                        continue
-                    positions = nxt.setdefault(q, [])
-                    if not positions or positions[-1] != t:
-                        positions.append(t)
-        occ = {q: sorted(set(v)) for q, v in nxt.items()}
-        if not occ:
+                    if q in level:
+                        at = nxt.get(q)
+                        if at is None:
+                            nxt[q] = {t}
+                        else:
+                            at.add(t)
+        if not nxt:
             return set()
-    return set(occ)
+        occ = nxt
+    suffixes = frequent[k - 2]
+    found: set[tuple[L, ...]] = set()
+    for p, ends in occ.items():
+        for end in ends:
+            for t in range(end + 1, min(n, end + 2 + max_gap)):
+                q = p + (seq[t],)
+                if q[1:] in suffixes:
+                    found.add(q)
+    return found
 
 
 def mine(passes: Callable[[], Iterable[Sequence[L]]], min_support: int, max_gap: int, max_len: int) -> dict[tuple[L, ...], int]:

@@ -112,16 +112,25 @@ def session_key(session: str) -> bytes:
 
 
 def decode_session(key: bytes, raw: bytes) -> tuple[str, list[Item]]:
-    rec = unpack(key, raw)
-    if not (isinstance(rec, list) and len(rec) == 2 and isinstance(rec[0], str) and isinstance(rec[1], list)):
-        raise CorruptRecord(key, "bad learn session record")
-    items: list[Item] = []
-    for it in rec[1]:
-        if not (isinstance(it, list) and len(it) == 6 and isinstance(it[0], int) and isinstance(it[1], bytes)
-                and it[2] in (STEP, DECISION, CONTEXT) and all(isinstance(v, str) for v in it[3:])):
-            raise CorruptRecord(key, "bad learn session item")
-        items.append((it[0], it[1], it[2], it[3], it[4], it[5]))
-    return rec[0], items
+    """A session record; `CorruptRecord` naming the key unless well-formed. (Written
+    flat: every pass of the compiler decodes every record.)"""
+    rec = unpack(key, raw, use_list=False)
+    try:
+        session, raw_items = rec
+        items: list[Item] = []
+        for seq, raw_id, code, label, outcome, detail in raw_items:
+            if (type(seq) is not int or type(raw_id) is not bytes or code not in _CODES or type(label) is not str
+                    or type(outcome) is not str or type(detail) is not str):
+                raise ValueError
+            items.append((seq, raw_id, code, label, outcome, detail))
+        if type(session) is not str:
+            raise ValueError
+    except (ValueError, TypeError):
+        raise CorruptRecord(key, "bad learn session record") from None
+    return session, items
+
+
+_CODES = frozenset((STEP, DECISION, CONTEXT))
 
 
 def encode_session(session: str, items: list[Item]) -> bytes:
