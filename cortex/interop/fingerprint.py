@@ -109,7 +109,7 @@ from typing import Any
 from ..model import Edge
 from ..errors import FingerprintIntegrityError, ValidationError
 from ..memory import Memory
-from ..model import Belief, Constraint, Event, Fact, Frame, ObjKind, Pattern, Preference
+from ..model import Belief, Constraint, Event, Frame, ObjKind, Pattern, Preference
 from ..writes import Write
 from ..learn.artifacts import PAYLOAD_KEY as LEARNED_PAYLOAD
 from ..learn import params as learn_params

@@ -13,12 +13,15 @@ The pack holds every field of seed 000 §2 (the optional ones when known). How
 entries are made, ranked, budgeted (the five rules of §4, with the default section
 weights), truncated and dropped is written out in docs/interop-seeds.md; in short:
 
-* one entry per memory, in the section of its type (`SECTION_OF_TYPE`), except a
-  memory in a live `contradicts` pair (`conflicts`) and a memory another candidate
-  `corroborates` or is `derived_from` (`evidence`); one graph_relations entry per
-  live edge between two memory entries, in the room the memory sections leave;
+* one entry per memory, in the section of its type (`SECTION_OF_TYPE`) or, for an
+  artifact `learn()` compiled, of its artifact type (`SECTION_OF_ARTIFACT`, source
+  type `artifact`), except a memory in a live `contradicts` pair (`conflicts`) and
+  a memory another candidate `corroborates` or is `derived_from` (`evidence`); one
+  graph_relations entry per live edge between two memory entries, in the room the
+  memory sections leave;
 * before budgeting, candidates are dropped as `stale` (a completed or abandoned
-  Goal), `low_confidence` (below `min_confidence`), `low_relevance` (below
+  Goal, an archived artifact), `superseded` / `deprecated` (an artifact of that
+  status), `low_confidence` (below `min_confidence`), `low_relevance` (below
   `min_relevance`, or carrying a tag the priors suppress) or `duplicate` (the same
   text, spaces and case aside, as an entry before it in pack order);
 * section budgets come from the weights (`DEFAULT_SECTION_WEIGHTS`, an imported
@@ -48,30 +51,31 @@ from . import InteropStore
 from .canonical import JSONDict, canonical_json, content_hash
 from .hmx_pack_doc import assemble
 from .hmx_sections import (
-    DEFAULT_SECTION_WEIGHTS, DROP_REASONS, HMX_VERSION, RELATIONS, SECTION_OF_TYPE, SECTION_ORDER, Candidate, Plan,
-    artifact_of, best_first, pack_order, relations_among, section_of,
+    DEFAULT_SECTION_WEIGHTS, DROP_REASONS, HMX_VERSION, RELATIONS, SECTION_OF_ARTIFACT, SECTION_OF_TYPE, SECTION_ORDER,
+    Candidate, Plan, artifact_of, best_first, pack_order, relations_among, section_of,
 )
 
 if TYPE_CHECKING:
     from ..context import Bundle
 
 __all__ = [
-    "build", "synthesize", "edges_among", "HMX_VERSION", "SECTION_OF_TYPE", "SECTION_ORDER",
+    "build", "synthesize", "edges_among", "HMX_VERSION", "SECTION_OF_TYPE", "SECTION_OF_ARTIFACT", "SECTION_ORDER",
     "DEFAULT_SECTION_WEIGHTS", "DROP_REASONS", "POOL_LIMIT",
 ]
 
 _SUPPORTING = (EdgeType.CORROBORATES, EdgeType.DERIVED_FROM)
 _ARTIFACT_DROPS = {"superseded": "superseded", "deprecated": "deprecated", "archived": "stale"}
 """An artifact's lifecycle status -> the drop reason it gets (active and draft ones are candidates)."""
-
-
-def _status(m: Memory) -> str | None:
-    return next((tag[len("hmx.status:"):] for tag in m.tags if tag.startswith("hmx.status:")), None)
 POOL_LIMIT = 500
 """How many trimmed memories `synthesize` resolves (best first) as further candidates."""
 MAX_PACK_BYTES = 256 * 1024
 MAX_QUERY_CONTEXT_BYTES = 16 * 1024
 _PLACEHOLDER_ID = "pack-" + "0" * 32
+
+
+def _status(m: Memory) -> str | None:
+    """The lifecycle status of a compiled artifact (its `hmx.status:` tag)."""
+    return next((tag[len("hmx.status:"):] for tag in m.tags if tag.startswith("hmx.status:")), None)
 
 
 def edges_among(store: InteropStore, bundle: Bundle, pool: Sequence[Memory] = ()) -> list[Edge]:
