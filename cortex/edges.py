@@ -7,8 +7,8 @@
 
 An edge goes from `src` to `dst` and has a type (`cortex.EdgeType`, a closed set of
 fourteen, one byte each), a weight in [0, 1] (default 1.0), the time it was linked,
-and a tombstone once unlinked. A memory is named by the URI of any of its versions
-or by its 26-character id.
+and a tombstone once unlinked. A memory is named by its 26-character id, the URI of
+any of its versions, or its URI without `#version` (`cortex.ids.parse_ref`).
 
 * `link` needs both ends to exist (tombstoned ones too: `NotFound` otherwise),
   refuses a self-edge (`SelfEdge`) and a `supersedes` edge that would close a cycle
@@ -46,11 +46,14 @@ from typing import Any
 from . import index
 from .engine import Engine
 from .errors import NotFound, SelfEdge, SupersedesCycle, ValidationError, shown
-from .ids import decode_id, encode_id, parse_uri
+from . import scoped
+from .ids import Ref, encode_id, parse_ref
 from .index.edge import SUPERSEDES, NOTHING_PENDING, Pending, Triple, flags_of, is_live, scan_in, scan_out
 from .journal import EDGE_KINDS, append, fold_edge
 from .model import Edge, EdgeType, check_number, check_text, from_micros, to_micros
 from .records import JOURNAL_PREFIX, EdgeRecord, Entry, Head, JournalHead, head_key, split_journal_value
+from .scope import SignedScope, check_signed
+from .scoped import Granted
 
 DIRECTIONS = ("out", "in", "both")
 MAX_REASON_BYTES = 1024
@@ -62,21 +65,19 @@ def _edge(triple: Triple, record: EdgeRecord) -> Edge:
     return Edge(encode_id(src), EdgeType(edge_type), encode_id(dst), record.weight, from_micros(record.created), not record.live)
 
 
-def _memory_id(value: object, field_name: str) -> tuple[bytes, Any]:
-    """The id a URI or a 26-character id names, and the URI if one was given (its type
-    and version are checked against the head under the lock)."""
-    if isinstance(value, str) and len(value) == 26:
-        return decode_id(value, field_name), None
-    ref = parse_uri(value, field_name)
+def _memory_id(value: object, field_name: str) -> tuple[bytes, Ref]:
+    """The id a call names (`cortex.ids.parse_ref`), and the whole reference (its
+    type and version, if a URI gave them, are checked against the head under the lock)."""
+    ref = parse_ref(value, field_name)
     return ref.id, ref
 
 
-def _existing(e: Engine, raw_id: bytes, ref: Any, field_name: str, value: object) -> None:
+def _existing(e: Engine, raw_id: bytes, ref: Ref, field_name: str, value: object) -> None:
     """`NotFound` unless the memory exists (with the URI's type and version, if given)."""
-    if ref is not None:
+    try:
         e.head_for(ref)
-    elif e.storage.get(head_key(raw_id)) is None:
-        raise NotFound(f"{field_name}: no memory {shown(value)}")
+    except NotFound:
+        raise NotFound(f"{field_name}: no memory {shown(value)}") from None
 
 
 def _edge_type(value: object) -> int:
@@ -175,11 +176,15 @@ def unlink(e: Engine, src: str, edge_type: EdgeType | str, dst: str, reason: str
 
 
 def edges(e: Engine, uri: str, direction: str = "out", types: Iterable[EdgeType | str] | None = None,
-          include_tombstoned: bool = False) -> list[Edge]:
+          include_tombstoned: bool = False, scope: SignedScope | None = None) -> list[Edge]:
     """The edges of a memory: `direction` "out" (it is the src), "in" (the dst) or
     "both"; `types` None for every type, else a collection of `EdgeType` members or
     their names; unlinked edges only with `include_tombstoned=True`. Ordered by
-    (type, src id, dst id)."""
+    (type, src id, dst id).
+
+    With `scope`: a memory outside it raises the `NotFound` a missing one does (same
+    message, same work, counted as a violation, as `resolve()`), and only edges whose
+    other end is in scope are listed."""
     e.check_open()
     raw_id, ref = _memory_id(uri, "uri")
     if not isinstance(direction, str) or direction not in DIRECTIONS:
@@ -192,9 +197,15 @@ def edges(e: Engine, uri: str, direction: str = "out", types: Iterable[EdgeType 
         codes = sorted({int(EdgeType.parse(t, "types")) for t in types})
     if not isinstance(include_tombstoned, bool):
         raise ValidationError("include_tombstoned", "must be a bool", include_tombstoned)
+    signed = None if scope is None else check_signed(scope)
 
-    def read() -> list[Edge]:
-        _existing(e, raw_id, ref, "uri", uri)
+    def read(granted: Granted | None) -> list[Edge]:
+        if granted is None:
+            _existing(e, raw_id, ref, "uri", uri)
+        else:
+            memory = granted.head(raw_id)
+            if memory is None or (ref.type is not None and memory.type != ref.type) or (ref.version is not None and ref.version > memory.version):
+                raise granted.refuse(NotFound(f"uri: no memory {ref}"), "edges", str(ref))
         found: list[tuple[Triple, EdgeRecord]] = []
         for code in codes:
             if direction != "in":
@@ -202,9 +213,12 @@ def edges(e: Engine, uri: str, direction: str = "out", types: Iterable[EdgeType 
             if direction != "out":
                 found += scan_in(e.storage, raw_id, code)
         found.sort(key=lambda item: (item[0][1], item[0][0], item[0][2]))
-        return [_edge(triple, record) for triple, record in found if include_tombstoned or record.live]
+        listed = [(triple, record) for triple, record in found if include_tombstoned or record.live]
+        if granted is not None:
+            listed = [(t, r) for t, r in listed if granted.head(t[2] if t[0] == raw_id else t[0]) is not None]
+        return [_edge(triple, record) for triple, record in listed]
 
-    return e.read(read)
+    return scoped.read(e, signed, read)
 
 
 def _supersedes_path(e: Engine, start: bytes, goal: bytes) -> bool:

@@ -22,6 +22,7 @@ in `refresh()`, under the write side of its own lock.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -43,7 +44,7 @@ from .errors import (
     ValidationError,
 )
 from .forms import DEFAULT_ENCODING, Tokenizer
-from .ids import URI, IdGenerator, encode_id, encode_ids
+from .ids import IdGenerator, Ref, encode_id, encode_ids
 from .journal import append
 from .memory import CurrentHeads, Memory, ViewCache
 from .position import check_timeout, parse_token, wait_for
@@ -56,6 +57,7 @@ from .records import (
     META_JOURNAL,
     META_JOURNAL_FORMAT,
     META_SCHEMA,
+    META_STORE_ID,
     META_TOKENIZER,
     META_WEIGHTS,
     NEW_JOURNAL_FORMAT,
@@ -241,6 +243,9 @@ class Engine:
         self._weights: Weights | None = None
         self._pool: FormsPool | None = None
         self._check_or_init_meta()
+        # The store's id (docs/scopes.md); None on a reader of a store made before ids
+        # that no writer has opened since (`cortex.scoped` reads it again then).
+        self.store_id: bytes | None = storage.get(META_STORE_ID)
         self.tokenizer = Tokenizer(self._meta_text(META_TOKENIZER) or DEFAULT_ENCODING)
         # A reader whose reads see the latest commit (PostgreSQL) reads the view's
         # state in each view (`view_state()`): nothing more to read now, so opening
@@ -305,7 +310,8 @@ class Engine:
             self.storage.write({META_ACTOR: self.actor.encode(), META_TOKENIZER: DEFAULT_ENCODING.encode(),
                                 META_SCHEMA: str(SCHEMA_VERSION).encode(), META_CACHE_EPOCH: encode_cache_epoch(0),
                                 META_JOURNAL_FORMAT: str(NEW_JOURNAL_FORMAT).encode(),
-                                lexical.META_LEXICAL: lexical.SETTINGS.encode()})
+                                lexical.META_LEXICAL: lexical.SETTINGS.encode(),
+                                META_STORE_ID: os.urandom(16)})
         elif stored != self.actor:
             raise ActorMismatch(f"store {self.location!r} belongs to actor {stored!r}, not {self.actor!r}")
         else:
@@ -317,6 +323,12 @@ class Engine:
                 # An empty store made before journal formats: nothing is chained yet,
                 # so it takes the newest format.
                 self.storage.write({META_JOURNAL_FORMAT: str(NEW_JOURNAL_FORMAT).encode()})
+            if self.mode == "rw" and self.storage.get(META_STORE_ID) is None:
+                # A store made before stores had ids gets one now, outside the
+                # journal: the id names this copy of the store, not its content, so
+                # `root()` stays what it was and a store rebuilt from an export gets
+                # an id of its own.
+                self.storage.write({META_STORE_ID: os.urandom(16)})
 
     def _journal_format(self) -> int:
         """The store's journal format (`cortex.journal`); `StoreError` for an unknown one."""
@@ -516,18 +528,19 @@ class Engine:
                     self.heads.put(key, memory)
         return found
 
-    def head_for(self, ref: URI) -> tuple[bytes, Head]:
-        """The head named by a URI: the id must exist with that type and version."""
+    def head_for(self, ref: Ref) -> tuple[bytes, Head]:
+        """The head a call named (`cortex.ids.parse_ref`): the id must exist, with the
+        URI's type and version if it gave them."""
         key = head_key(ref.id)
         raw = self.storage.get(key)
         if raw is None:
             raise NotFound(f"no memory {encode_id(ref.id)}")
         head = Head.decode(key, raw)
-        if head.type != ref.type or ref.version > head.version:
+        if (ref.type is not None and head.type != ref.type) or (ref.version is not None and ref.version > head.version):
             raise NotFound(f"no memory {ref}")
         return ref.id, head
 
-    def live_head(self, ref: URI) -> tuple[bytes, Head]:
+    def live_head(self, ref: Ref) -> tuple[bytes, Head]:
         raw_id, head = self.head_for(ref)
         if head.tombstone is not None:
             raise MemoryTombstoned(f"memory {encode_id(raw_id)} is tombstoned and cannot change")

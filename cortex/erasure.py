@@ -26,7 +26,7 @@ from __future__ import annotations
 from . import edges, index
 from .engine import Engine
 from .errors import CorruptRecord
-from .ids import parse_uri
+from .ids import parse_ref
 from .journal import ERASE_KIND, append
 from .model import check_text, to_micros
 from .records import VERSION_PREFIX, Version, head_key, salience_key, version_key
@@ -36,9 +36,10 @@ MAX_REASON_BYTES = 1024
 
 def erase(e: Engine, uri: str, reason: str) -> None:
     """Erase the content of every version of the memory `uri` names (any version's
-    URI or its id). `NotFound` when there is no such memory (erased ones included)."""
+    URI, its URI without #version or its id: `cortex.ids.parse_ref`). `NotFound` when
+    there is no such memory (erased ones included)."""
     e.check_writable()
-    ref = parse_uri(uri)
+    ref = parse_ref(uri)
     check_text("reason", reason, required=True, max_bytes=MAX_REASON_BYTES)
     with e.lock.write():
         e.check_open()

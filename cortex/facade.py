@@ -313,21 +313,25 @@ class Cortex:
         return _recall_pack.synthesize(self, pinned, hits, hits.relevance, query, max_tokens, sections)
 
     def resolve(self, uri: str, scope: SignedScope | None = None) -> Memory:
-        """The memory version a URI names (old versions and tombstoned memories too).
-        With `scope`, a memory outside it raises `NotFound` as a missing one does."""
+        """The memory a call names: a version's URI (old versions and tombstoned
+        memories too), or the latest version for its 26-character id or its URI
+        without `#version` (every call that names a memory reads it so). With `scope`,
+        a memory outside it raises `NotFound` as a missing one does, at the same cost."""
         return _reads.resolve(self._engine, uri, scope)
 
     def resolve_latest(self, id: str) -> Memory:
-        """The current version of the memory with this id (26-character ULID)."""
+        """The current version of a memory (its id, or a URI of any version)."""
         return _reads.resolve_latest(self._engine, id)
 
-    def memories(self, include_tombstoned: bool = False) -> Iterator[Memory]:
-        """Every memory's current version, in id (= creation) order."""
-        return _reads.memories(self._engine, include_tombstoned)
+    def memories(self, include_tombstoned: bool = False, scope: SignedScope | None = None) -> Iterator[Memory]:
+        """Every memory's current version, in id (= creation) order; with `scope`,
+        those in it."""
+        return _reads.memories(self._engine, include_tombstoned, scope)
 
-    def salience(self, id: str) -> Score:
-        """The salience record of a memory, by id or URI."""
-        return _reads.salience(self._engine, id)
+    def salience(self, id: str, scope: SignedScope | None = None) -> Score:
+        """The salience record of a memory, by id or URI. With `scope`, a memory
+        outside it raises `NotFound` as a missing one does."""
+        return _reads.salience(self._engine, id, scope)
 
     def weights(self) -> Weights:
         """The store's salience weights (the defaults until feedback moves them)."""
@@ -339,9 +343,10 @@ class Cortex:
         self._engine.check_open()
         return self._engine.read(lambda: self._engine.view_state()[0].root.hex())
 
-    def stats(self) -> dict[str, Any]:
-        """Counts by type, live and tombstoned, journal length and root."""
-        return _reads.stats(self._engine)
+    def stats(self, scope: SignedScope | None = None) -> dict[str, Any]:
+        """Counts by type, live and tombstoned, journal length and root. With `scope`,
+        the counts of the memories in it, without journal length and root."""
+        return _reads.stats(self._engine, scope)
 
     # -- edges (DESIGN §15) -------------------------------------------------------
 
@@ -356,10 +361,11 @@ class Cortex:
         _edges.unlink(self._engine, src, edge_type, dst, reason)
 
     def edges(self, uri: str, direction: str = "out", types: Iterable[EdgeType | str] | None = None,
-              include_tombstoned: bool = False) -> list[Edge]:
+              include_tombstoned: bool = False, scope: SignedScope | None = None) -> list[Edge]:
         """A memory's edges: direction "out", "in" or "both"; `types` None for all.
-        Ordered by (type, src id, dst id)."""
-        return _edges.edges(self._engine, uri, direction, types, include_tombstoned)
+        Ordered by (type, src id, dst id). With `scope`, the memory must be in it
+        (`NotFound` as for a missing one) and only edges to memories in it are listed."""
+        return _edges.edges(self._engine, uri, direction, types, include_tombstoned, scope)
 
     # -- interop (DESIGN §9) ---------------------------------------------------------
 
@@ -427,8 +433,7 @@ class Cortex:
     def scope_violations(self) -> dict[str, int]:
         """Scope violations this handle counted since it was opened, by scope id
         (those the rate limit kept out of the journal or the log included)."""
-        with self._engine.scopes.lock:
-            return dict(self._engine.scopes.violations)
+        return self._engine.scopes.violation_counts()
 
     # -- learning (docs/learning.md) -------------------------------------------------
 

@@ -9,6 +9,10 @@ is the previous one plus one.
 A URI names one version of one memory: `cortex://<TypeName>/<ULID>#<version>`, with
 versions counted from 1. Parsing is strict (upper-case ULID, no `#latest`, no
 version 0): anything else raises `BadURI`.
+
+A call that names an existing memory takes any of three spellings, read by one
+function (`parse_ref`): the 26-character id, the URI of any version, or the URI
+without `#version` (the latest version).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _DECODE = {c: i for i, c in enumerate(_ALPHABET)}
 _MAX_VERSION = 2**32 - 1
 _URI_RE = re.compile(r"cortex://([A-Za-z]+)/([0-7][0-9A-HJKMNP-TV-Z]{25})#([1-9][0-9]{0,9})")
+_REF_RE = re.compile(r"cortex://([A-Za-z]+)/([0-7][0-9A-HJKMNP-TV-Z]{25})(?:#([1-9][0-9]{0,9}))?")
+_REF_RULE = "must be a memory's 26-character id or its URI cortex://<Type>/<ULID>, with #<version> >= 1 or without (the latest)"
 
 
 _PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]  # 10 bits -> two characters
@@ -168,3 +174,40 @@ def parse_uri(text: object, field_name: str = "uri") -> URI:
     if int(version) > _MAX_VERSION:
         raise BadURI(field_name, "version out of range", text)
     return URI(mtype, decode_id(ulid, field_name), int(version))
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A memory as a call named it: its id, with the type and version a URI gave
+    (`type` None: a bare id; `version` None: the latest version)."""
+
+    id: bytes
+    type: MemoryType | None
+    version: int | None
+
+    def __str__(self) -> str:
+        if self.type is None:
+            return encode_id(self.id)
+        text = f"{_URI_HEADS[self.type]}{encode_id(self.id)}"
+        return text if self.version is None else f"{text}#{self.version}"
+
+
+def parse_ref(value: object, field_name: str = "uri") -> Ref:
+    """What every call that names an existing memory accepts, read one way: the
+    26-character id (`Ref(id, None, None)`), the URI of any version, or the URI
+    without `#version` (the latest). Anything else raises `BadURI` naming the field."""
+    if not isinstance(value, str):
+        raise BadURI(field_name, f"must be a string, not {type(value).__name__}", value)
+    if len(value) == 26 and not value.startswith("cortex://"):
+        return Ref(decode_id(value, field_name), None, None)
+    match = _REF_RE.fullmatch(value)
+    if match is None:
+        raise BadURI(field_name, _REF_RULE, value)
+    type_name, ulid, version = match.groups()
+    try:
+        mtype = MemoryType.from_type_name(type_name)
+    except Exception:
+        raise BadURI(field_name, f"unknown memory type {type_name!r}", value) from None
+    if version is not None and int(version) > _MAX_VERSION:
+        raise BadURI(field_name, "version out of range", value)
+    return Ref(decode_id(ulid, field_name), mtype, None if version is None else int(version))

@@ -34,8 +34,11 @@ small limit reads few records. A query must be bounded (`limit` and/or
   `cortex.edges`) are left out unless `include_superseded=True`.
 * `late_binding=True` counts an access of every returned memory (journaled, so the
   root changes): the only `find()` that writes.
-* `scope`: a `cortex.SignedScope` (DESIGN §7), verified first; memories outside it
-  are left out silently. With a budget cap in the scope, `budget_tokens=None` means
+* `scope`: a `cortex.SignedScope` (docs/scopes.md), verified first; memories outside
+  it are left out silently, and so is their work: the candidates come from the
+  scope's own members, so a query costs the same whether out-of-scope memories
+  match it or none do. A memory superseded only by out-of-scope memories is not
+  stale under the scope. With a budget cap in the scope, `budget_tokens=None` means
   the cap and more than the cap raises `BudgetExceeded`.
 """
 
@@ -75,8 +78,10 @@ from .model import (
 from .provenance import MAX_SESSION_BYTES
 from .salience.score import live_scores
 from .records import FLAG_SUPERSEDED, head_keys, unpack_head
-from .scope import Refusal, SignedScope, capped_budget, check_signed, memory_frames, verify
-from .writes import report_violation, touch
+from . import scoped
+from .scope import SignedScope, check_signed, memory_frames
+from .scoped import Granted
+from .writes import touch
 
 ORDERS = ("salience", "created", "-created", "sequence")
 MAX_WHERE_DEPTH = 32
@@ -231,14 +236,16 @@ def find(e: Engine, *, type: Any, tags: Iterable[str], where: Any, order_by: str
     if late_binding:
         e.check_writable()
 
-    def read() -> list[tuple[bytes, Memory]]:
+    def read(granted: Granted | None) -> list[tuple[bytes, Memory]]:
         now = to_micros(e.now())
-        rows = _candidates(e, mtype, tag_list, include_tombstoned, session)
-        if not include_superseded:
-            rows = rows[(rows["flags"] & FLAG_SUPERSEDED) == 0]
         budget = budget_tokens
-        if signed is not None:
-            rows, budget = _scoped(e, signed, rows, now, budget)
+        if granted is None:
+            rows = _candidates(e, mtype, tag_list, include_tombstoned, session)
+            if not include_superseded:
+                rows = rows[(rows["flags"] & FLAG_SUPERSEDED) == 0]
+        else:
+            budget = granted.budget(0 if budget is None else budget) or None
+            rows = _scoped_candidates(e, granted, mtype, tag_list, include_tombstoned, include_superseded, session)
         if order_by == "salience":
             scores = live_scores(rows["last_used"], rows["access"], rows["citations"], rows["importance"], (rows["flags"] & entry.FLAG_PINNED) != 0, now, e.weights())
             order = np.lexsort((rows["id_lo"], rows["id_hi"], -scores))
@@ -249,11 +256,7 @@ def find(e: Engine, *, type: Any, tags: Iterable[str], where: Any, order_by: str
             order = np.lexsort((rows["id_lo"], rows["id_hi"], created if order_by == "created" else -created))
         return _collect(e, rows[order], tag_list, predicate, limit, budget, entry.TOKEN_FIELDS[form], signed, session)
 
-    try:
-        results = e.read(read, catch_up=signed is not None)
-    except Refusal as refusal:
-        report_violation(e, refusal)
-        raise refusal.error from None
+    results = scoped.read(e, signed, read)
     if late_binding and results:
         touch(e, [r[0] for r in results])
     return [memory for _, memory in results]
@@ -285,16 +288,42 @@ def _candidates(e: Engine, mtype: MemoryType | None, tags: tuple[str, ...], incl
     return rows
 
 
-def _scoped(e: Engine, signed: SignedScope, rows: np.ndarray, now: int, budget: int | None) -> tuple[np.ndarray, int | None]:
-    """Verify the scope; keep the candidate rows it may hold (tombstoned rows stay:
-    their frames are no longer indexed, so their heads decide in `_collect`) and the
-    budget within its cap."""
-    journal, _ = e.view_state()
-    digest = verify(e.storage, signed, e.actor, now, now, e.scopes, (journal.seq, journal.root))
-    capped = capped_budget(signed, digest, 0 if budget is None else budget, 0)
-    evaluator = e.scopes.evaluator(e.storage, signed, journal.seq, journal.root)
-    keep = evaluator.mask(e.storage, rows["id_hi"], rows["id_lo"], rows["type"]) | ((rows["flags"] & entry.FLAG_TOMBSTONED) != 0)
-    return rows[keep], capped or None
+def _scoped_candidates(e: Engine, granted: Granted, mtype: MemoryType | None, tags: tuple[str, ...], include_tombstoned: bool,
+                       include_superseded: bool, session: str | None = None) -> np.ndarray:
+    """The candidate rows under a scope, taken from the scope's own members (never
+    from a tag bucket, a session or a type index of the whole store: its size would
+    tell how many out-of-scope memories match). A tag is tested by a point read of
+    its bucket key per in-scope row, a session on the in-scope heads (then in the
+    session's order: sequence, id); a memory is superseded only by an in-scope memory."""
+    rows = granted.members()
+    if mtype is not None:
+        rows = rows[rows["type"] == int(mtype)]
+    if not include_tombstoned:
+        rows = rows[(rows["flags"] & entry.FLAG_TOMBSTONED) == 0]
+    for tag in tags:
+        if not len(rows):
+            break
+        keys = [by_tag.key(tag, created, raw_id) for created, raw_id in zip(rows["created"].tolist(), entry.ids_of(rows))]
+        rows = rows[np.fromiter((v is not None for v in e.storage.multi_get(keys)), dtype=bool, count=len(keys))]
+    if not include_superseded:
+        flagged = np.flatnonzero((rows["flags"] & FLAG_SUPERSEDED) != 0)
+        if len(flagged):
+            ids = entry.ids_of(rows[flagged])
+            stale = granted.stale(ids)
+            keep = np.ones(len(rows), dtype=bool)
+            keep[flagged] = [raw_id not in stale for raw_id in ids]
+            rows = rows[keep]
+    if session is not None and len(rows):
+        ids = entry.ids_of(rows)
+        keys = head_keys(ids)
+        order: list[tuple[int, bytes, int]] = []
+        for row, (raw_id, key, raw) in enumerate(zip(ids, keys, e.storage.multi_get(keys))):
+            if raw is not None:
+                memory = Memory.stored(raw_id, unpack_head(key, raw))
+                if memory.session == session:
+                    order.append((memory.sequence or 0, raw_id, row))
+        rows = rows[[row for _, _, row in sorted(order)]]
+    return rows
 
 
 def _collect(e: Engine, rows: np.ndarray, tags: tuple[str, ...], predicate: Predicate | None, limit: int | None, budget: int | None,

@@ -19,6 +19,7 @@ big-endian integers, so byte order is the order the scans need.
 | `meta/weights`            | learned salience weights (`encode_weights`)                    |
 | `meta/clock_high`         | u64: the latest `at` of any journal entry (derived)            |
 | `meta/import`             | present only while an import runs (`cortex.interop.jsonl`)     |
+| `meta/store_id`           | 16 random bytes naming this store (scopes are granted for it)  |
 | `meta/trust/<name>`       | a trusted scope signer: Ed25519 key + when (`encode_trust`; derived) |
 | `meta/revoked/<scope_id32>` | a revoked scope: when (`encode_revoked`; derived)            |
 
@@ -80,6 +81,9 @@ META_IMPORT = b"meta/import"  # while an import runs: the file's root and digest
 # `Engine.write`): the store's write history, not its memories, so exports leave it
 # out (`migrate()` copies it, last).
 META_CACHE_EPOCH = b"meta/cache_epoch"
+# 16 random bytes made when the store is created (or, for a store made before,
+# when a writer first opens it): the store a scope is granted for (docs/scopes.md).
+META_STORE_ID = b"meta/store_id"
 TRUST_PREFIX = b"meta/trust/"  # + the trusted name, UTF-8
 REVOKED_PREFIX = b"meta/revoked/"  # + the scope id, 32 bytes
 

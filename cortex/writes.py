@@ -19,7 +19,7 @@ from . import edges, index
 from .engine import Engine
 from .errors import TypeMismatch, ValidationError
 from .forms import build_forms, check_forms
-from .ids import URI, parse_uri
+from .ids import URI, parse_ref
 from .journal import append, with_content
 from .provenance import Origin, Provenance
 from .model import (
@@ -265,7 +265,7 @@ def update(e: Engine, uri: str, data: MemoryData, *, provenance: Provenance | No
     version keeps the provenance of the one it replaces unless `provenance` is given
     (`cortex.learn` gives a compiled artifact's new payload this way)."""
     e.check_writable()
-    ref = parse_uri(uri)
+    ref = parse_ref(uri)
     check_data(data)
     form = build_forms(e.tokenizer, [(data, None)])[0]
     with e.lock.write():
@@ -288,7 +288,7 @@ def update_head(e: Engine, uri: str, *, tags: Iterable[str] | None = None, frame
                 importance: int | None = None) -> None:
     """Change a memory's tags, frames or importance without a new version."""
     e.check_writable()
-    ref = parse_uri(uri)
+    ref = parse_ref(uri)
     if tags is None and frames is None and importance is None:
         raise ValidationError("update_head", "name at least one of tags, frames, importance")
     new_tags = None if tags is None else check_tags(tags)
@@ -315,7 +315,7 @@ def tombstone(e: Engine, uri: str, reason: str) -> None:
     """Soft-delete a memory: it leaves every tier but stays resolvable. Idempotent:
     tombstoning a tombstoned memory writes nothing."""
     e.check_writable()
-    ref = parse_uri(uri)
+    ref = parse_ref(uri)
     check_text("reason", reason, required=True, max_bytes=MAX_REASON_BYTES)
     with e.lock.write():
         raw_id, old = e.head_for(ref)
@@ -331,7 +331,7 @@ def attest(e: Engine, cited: Iterable[str], outcome: str, reason: str | None = N
     e.check_writable()
     if isinstance(cited, (str, bytes)) or not isinstance(cited, Iterable):
         raise ValidationError("cited", "must be a list of URIs", cited)
-    refs = [parse_uri(uri, f"cited[{i}]") for i, uri in enumerate(cited)]
+    refs = [parse_ref(uri, f"cited[{i}]") for i, uri in enumerate(cited)]
     if not refs:
         raise ValidationError("cited", "must name at least one memory", cited)
     check_choice("outcome", outcome, ("success", "failure"))

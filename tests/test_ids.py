@@ -172,7 +172,9 @@ def test_decode_id_rejects_bad_ids(text):
         decode_id(text)
 
 
-@pytest.mark.parametrize("text", [row.values[0] for row in BAD_URIS])
+# A URI without `#version` names a memory's latest version in every store call
+# (tests/test_naming.py); it is malformed only as a version's URI (`parse_uri`).
+@pytest.mark.parametrize("text", [row.values[0] for row in BAD_URIS if row.id != "missing-hash"])
 def test_store_calls_reject_malformed_uris(store, text):
     uri = store.write(fact())
     before = store.root()

@@ -141,8 +141,9 @@ def test_canonical_bytes_and_scope_id():
     b = make_scope(Selector(tags=["a", "b", "a"], types=[MemoryType.FACT, "preference"]), Selector(tags=["billing"]), budget=1500)
     assert a == b and a.canonical_bytes() == b.canonical_bytes()
     assert msgpack.unpackb(a.canonical_bytes()) == [
-        [[2, 3], ["a", "b"], [], []], [[], ["billing"], [], []],
+        [[2, 3], ["a", "b"], [], [], "any"], [[], ["billing"], [], [], "any"],
         int((START + HOUR - datetime(1970, 1, 1, tzinfo=timezone.utc)).total_seconds()) * 1_000_000, 1500, ACTOR, "sub-7", None,
+        None,  # the store id: grant() fills it in
     ]
     assert a.scope_id == hashlib.sha256(a.canonical_bytes()).hexdigest()
     assert make_scope(Selector(tags=["a"])).scope_id != make_scope(Selector(tags=["b"])).scope_id
@@ -173,9 +174,9 @@ def test_non_canonical_encodings_are_refused(world):
     with pytest.raises(cortex.ScopeInvalid, match="canonical"):
         SignedScope.from_bytes(unsorted)
     token = signed.to_bytes()
-    assert token[:2] == b"\x94\x01"
+    assert token[:2] == b"\x94\x02"
     with pytest.raises(cortex.ScopeInvalid, match="canonical"):
-        SignedScope.from_bytes(b"\x94\xcc\x01" + token[2:])  # the version as a uint8: same value, other bytes
+        SignedScope.from_bytes(b"\x94\xcc\x02" + token[2:])  # the version as a uint8: same value, other bytes
     with pytest.raises(cortex.ScopeInvalid, match="msgpack"):
         SignedScope.from_bytes(token + b"\x00")
     with pytest.raises(cortex.ScopeInvalid, match="msgpack"):
@@ -199,11 +200,13 @@ def _hostile(ints):
 
 hostile = _hostile(st.integers(-(2**70), 2**70))
 hostile_msgpack = _hostile(st.integers(-(2**63), 2**64 - 1) | st.sampled_from([0, 1, 2, 7, 10, 255, 2**53]))
-# Values shaped like a token, with hostile parts: [1, scope bytes, signer, signature].
-selector_like = st.lists(st.lists(hostile_msgpack | st.integers(0, 12) | st.text(max_size=5), max_size=3), min_size=4, max_size=4)
+# Values shaped like a token, with hostile parts: [2, scope bytes, signer, signature].
+selector_like = st.lists(st.lists(hostile_msgpack | st.integers(0, 12) | st.text(max_size=5), max_size=3), min_size=4, max_size=4).map(
+    lambda parts: [*parts, "all"])
 scope_like = st.tuples(selector_like, selector_like, hostile_msgpack | st.integers(0, 2**62), hostile_msgpack | st.integers(0, 5000),
-                       hostile_msgpack | st.just(ACTOR), st.text(max_size=5), st.none() | hostile_msgpack).map(list)
-token_like = st.tuples(st.just(1) | hostile_msgpack, scope_like.map(lambda v: msgpack.packb(v, use_bin_type=True)) | hostile_msgpack,
+                       hostile_msgpack | st.just(ACTOR), st.text(max_size=5), st.none() | hostile_msgpack,
+                       st.none() | st.binary(min_size=16, max_size=16) | hostile_msgpack).map(list)
+token_like = st.tuples(st.just(2) | st.just(1) | hostile_msgpack, scope_like.map(lambda v: msgpack.packb(v, use_bin_type=True)) | hostile_msgpack,
                        st.just("parent") | hostile_msgpack, st.binary(min_size=64, max_size=64) | hostile_msgpack).map(list)
 
 
@@ -224,7 +227,7 @@ def test_fuzzed_json_raises_scope_invalid_only(text):
 
 def _mutations(token: dict):
     """Structurally valid tokens with one field changed."""
-    for path, value in [(("signer",), 7), (("version",), 2), (("scope", "include", "types"), ["Nope"]),
+    for path, value in [(("signer",), 7), (("version",), 3), (("scope", "include", "types"), ["Nope"]),
                         (("scope", "include", "frames"), [{"verb": "x", "kind": "service", "ref": "gpu"}]),
                         (("scope", "expires_at"), "2030-01-01T00:00:00"), (("scope", "budget_tokens"), True),
                         (("scope", "exclude"), {}), (("signature",), "zz" * 64), (("scope",), [])]:

@@ -4,6 +4,10 @@ migrate."""
 from __future__ import annotations
 
 import json
+import os
+import sys
+import tempfile
+from pathlib import Path
 from typing import TextIO
 
 import click
@@ -13,23 +17,44 @@ import cortex
 from ..bench.progress import progress
 from ._common import _removed_on_failure, _actor_option, _echo_json, _epilog, _json_option, _open, _store_argument, cli
 
-@cli.command(short_help="Write the whole store as JSON Lines.", epilog=_epilog("cortex export ./store agent.jsonl"))
+@cli.command(short_help="Write the whole store as JSON Lines.", epilog=_epilog("cortex export ./store agent.jsonl",
+                                                                              "cortex export ./store - | gzip > agent.jsonl.gz"))
 @_store_argument
-@click.argument("file", type=click.Path(dir_okay=False, writable=True))
+@click.argument("file", type=click.Path(dir_okay=False, writable=True, allow_dash=True))
 @_actor_option
 @_json_option
 def export(store: str, file: str, actor: str | None, as_json: bool) -> int:
     """Write every memory with every version, salience, learned weights, trusted keys,
     revocations, edges and the journal to FILE (a documented, versioned JSON Lines
-    format). Runs beside a writer: it reads one consistent view."""
+    format), or to standard output for `-` (the summary then goes to standard
+    error). Runs beside a writer: it reads one consistent view."""
     with _open(store, actor) as c:
-        counts = c.export_jsonl(file)
+        counts = _export_to_stdout(c) if file == "-" else c.export_jsonl(file)
         root = c.root()
-    if as_json:
-        _echo_json({"file": file, "lines": counts, "root": root})
+    summary = {"file": file, "lines": counts, "root": root}
+    if file == "-":
+        click.echo(json.dumps(summary, indent=2, sort_keys=True, ensure_ascii=False) if as_json else
+                   f"exported {counts['memory']} memories and {counts['journal']} journal entries to - (root {root})", err=True)
+    elif as_json:
+        _echo_json(summary)
     else:
         click.echo(f"exported {counts['memory']} memories and {counts['journal']} journal entries to {file} (root {root})")
     return 0
+
+
+def _export_to_stdout(c: cortex.Cortex) -> dict[str, int]:
+    """`export STORE -`: the export is made whole in a private temporary folder (the
+    export writes a file and renames it when complete), then copied to standard
+    output, so a reader of the pipe never sees a partial export followed by an error."""
+    with tempfile.TemporaryDirectory(prefix="cortex-export-") as folder:
+        path = os.path.join(folder, "export.jsonl")
+        counts = c.export_jsonl(path)
+        stdout = sys.stdout.buffer
+        with Path(path).open("rb") as source:
+            while chunk := source.read(1 << 20):
+                stdout.write(chunk)
+        stdout.flush()
+    return counts
 
 
 @cli.command("import", short_help="Rebuild a store from an export.", epilog=_epilog(

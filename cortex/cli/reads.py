@@ -128,10 +128,10 @@ def context(store: str, verb: str | None, objects: tuple[str, ...], budget: int,
 @_json_option
 def resolve(store: str, ref: str, form: str, actor: str | None, as_json: bool) -> int:
     """Print one memory: the version a URI names (old versions and tombstoned
-    memories too), or the current version of an id or of a natural key
-    (key:TYPE/KEY, as written with "key" in the memory JSON)."""
+    memories too), or the current version of an id, of a URI without #version or of
+    a natural key (key:TYPE/KEY, as written with "key" in the memory JSON)."""
     with _open(store, actor) as c:
-        memory = c.resolve(ref) if ref.startswith(("cortex://", "key:")) else c.resolve_latest(ref)
+        memory = c.resolve(ref)
         text = memory.form(form)
     if as_json:
         _echo_json(memory.to_dict())

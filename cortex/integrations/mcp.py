@@ -31,7 +31,9 @@ Cursor, any MCP client) can give a model the store's memories. Tools:
   (`Cortex.erase`, docs/trust.md). Off by default: a model that can erase can
   destroy what it cannot read back.
 
-and a resource `cortex://pinned` with the pinned memories' Markdown. The input
+and a resource `cortex://pinned` with the pinned memories' Markdown. Every tool that
+names a memory takes its URI, its URI without `#version` (the latest version) or its
+26-character id. The input
 schemas list the closed sets (verbs, object kinds, memory types, forms, tiers) as
 enums so the model sees the valid values. A `cortex.CortexError` comes back as a tool
 error result (`is_error`) whose text and structured content name the error class,
@@ -157,7 +159,8 @@ Data = Annotated[dict[str, Any], _schema(_DATA_SCHEMA)]
 Frames = Annotated[list[dict[str, Any]], _schema(_FRAMES_SCHEMA)]
 Where = Annotated[list[Any] | dict[str, Any] | None, _schema(_WHERE_SCHEMA)]
 Outcome = Annotated[str, _schema(_OUTCOME_SCHEMA)]
-Uri = Annotated[str, Field(description="A memory URI: cortex://<Type>/<ULID>#<version>, or key:<Type>/<key>.")]
+Uri = Annotated[str, Field(description="A memory: its URI cortex://<Type>/<ULID>#<version>, the URI without #<version> "
+                                       "(the latest version), its 26-character id, or key:<Type>/<key>.")]
 EdgeTypeName = Annotated[str, _schema({"type": "string", "enum": list(EDGE_TYPES), "description": "The edge type."})]
 Key = Annotated[str | None, Field(description="A natural key: a memory of this type with this key is updated, not duplicated.")]
 
@@ -362,7 +365,7 @@ def build_server(c: cortex.Cortex, read_only: bool, allow_erase: bool = False,
         return _run(body)
 
     def attest(cited: list[str], outcome: Outcome, reason: str | None = None) -> CallToolResult:
-        """Feedback: the memories (URIs) a task relied on, and how it went.
+        """Feedback: the memories (URIs or ids) a task relied on, and how it went.
 
         A failure with reason "factual_error" or "wrong_assumption" counts against the cited memories.
         """

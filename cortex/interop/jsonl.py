@@ -87,6 +87,7 @@ from ..records import (
     META_JOURNAL,
     META_JOURNAL_FORMAT,
     META_PREFIX,
+    META_STORE_ID,
     META_SCHEMA,
     META_TOKENIZER,
     META_WEIGHTS,
@@ -134,9 +135,9 @@ BATCH_KEYS = 20_000
 TRUST_KINDS = ("trust", "untrust", "revoke")
 
 # Keys written from the lines above, or derived on import: never a `record` line.
-# (The cache epoch belongs to the store's write history, not to its memories.)
+# (The cache epoch and the store id belong to this copy of the store, not to its memories.)
 _COVERED_META = {META_ACTOR, META_SCHEMA, META_TOKENIZER, META_JOURNAL, META_CLOCK_HIGH, META_WEIGHTS, META_IMPORT,
-                 META_CACHE_EPOCH, META_JOURNAL_FORMAT, META_LEXICAL}
+                 META_CACHE_EPOCH, META_JOURNAL_FORMAT, META_LEXICAL, META_STORE_ID}
 _COVERED_PREFIXES = (INDEX_PREFIX, HEAD_PREFIX, VERSION_PREFIX, JOURNAL_PREFIX, SALIENCE_PREFIX)
 _KINDS_ORDER = ("memory", "weights", "record", "journal")
 # The keys of a version line's `provenance`, in stored record order (`cortex.provenance`).

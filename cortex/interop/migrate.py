@@ -49,14 +49,17 @@ from ..records import (
     META_JOURNAL,
     META_JOURNAL_FORMAT,
     META_SCHEMA,
+    META_STORE_ID,
     META_TOKENIZER,
     JournalHead,
 )
 from ..storage import is_dsn
 
 BATCH_KEYS = 5_000  # keys per write batch: one PostgreSQL transaction, or one RocksDB WriteBatch
-# What open() writes into a new store.
-_SETTINGS = frozenset({META_ACTOR, META_SCHEMA, META_TOKENIZER, META_CACHE_EPOCH, META_JOURNAL_FORMAT, META_LEXICAL})
+# What open() writes into a new store. The store id is copied over the new store's:
+# a migration moves a store, so the scopes granted for it keep working (an export
+# and import makes a new store, with an id of its own).
+_SETTINGS = frozenset({META_ACTOR, META_SCHEMA, META_TOKENIZER, META_CACHE_EPOCH, META_JOURNAL_FORMAT, META_LEXICAL, META_STORE_ID})
 # Copied last, in the batch that ends the copy (the import marker is the copy's own):
 # every batch before it moves the destination's cache epoch (`Engine.write`). The
 # journal format is the source's (absent in a store of format 1), whatever the new
