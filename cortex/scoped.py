@@ -152,6 +152,13 @@ def _named_rows(granted: Granted) -> np.ndarray:
         parts += [entry.scan_rows(storage, by_type.prefix(int(t)), by_type.key_of) for t in include.types]
     if by_id:
         parts.append(_rows_of(e, sorted(by_id)))
+    if include.frames:
+        # A tombstoned memory's frames are no longer indexed: its type index row
+        # (kept, flagged) stands in, and `_in_scope` tests its head.
+        types = include.types if include.match == "all" and include.types else tuple(MemoryType)
+        for mtype in types:
+            rows = entry.scan_rows(storage, by_type.prefix(int(mtype)), by_type.key_of)
+            parts.append(rows[(rows["flags"] & FLAG_TOMBSTONED) != 0])
     if not parts:
         return np.empty(0, dtype=entry.DTYPE)
     rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
@@ -175,10 +182,10 @@ def _rows_of(e: Engine, raw_ids: list[bytes]) -> np.ndarray:
 
 def _in_scope(granted: Granted, rows: np.ndarray) -> np.ndarray:
     """The rows in scope: the evaluator's mask, and for tombstoned rows (whose frames
-    are no longer indexed) the exact test on their heads."""
+    are no longer indexed, on either side of the scope) the exact test on their heads."""
     e = granted.e
     keep = granted.evaluator().mask(e.storage, rows["id_hi"], rows["id_lo"], rows["type"])
-    dead = np.flatnonzero(((rows["flags"] & FLAG_TOMBSTONED) != 0) & ~keep)
+    dead = np.flatnonzero((rows["flags"] & FLAG_TOMBSTONED) != 0)
     if len(dead):
         ids = entry.ids_of(rows[dead])
         keys = head_keys(ids)

@@ -732,6 +732,7 @@ def test_scoped_context_equals_context_over_the_in_scope_memories(tmp_path_facto
     tmp = tmp_path_factory.mktemp("prop")
     include = data.draw(selector_st(len(memories), 2).filter(any), label="include")
     exclude = data.draw(selector_st(len(memories), 1), label="exclude")
+    include_match, exclude_match = data.draw(st.tuples(*[st.sampled_from(["any", "all"])] * 2), label="match")
     options = data.draw(st.fixed_dictionaries({
         "objects": st.dictionaries(st.sampled_from(KINDS), st.sampled_from(REFS), min_size=1, max_size=2),
         "budget_tokens": st.one_of(st.integers(1, 60), st.just(4000)),
@@ -779,20 +780,25 @@ def test_scoped_context_equals_context_over_the_in_scope_memories(tmp_path_facto
         full.trust(PARENT.public_key(), "parent")
         ids = [id_of(uris[i]) for i in range(len(memories))]
 
-        def selector(spec):
+        def selector(spec, match):
             types, tags, picks, frames = spec
-            return Selector(types=types, tags=tags, ids=[uris[i] if k % 2 else ids[i] for k, i in enumerate(picks)], frames=frames)
+            return Selector(types=types, tags=tags, ids=[uris[i] if k % 2 else ids[i] for k, i in enumerate(picks)], frames=frames,
+                            match=match)
 
-        scope = make_scope(selector(include), selector(exclude), expires_at=START + timedelta(days=365))
+        scope = make_scope(selector(include, include_match), selector(exclude, exclude_match), expires_at=START + timedelta(days=365))
         signed = full.grant(scope, PARENT)
 
-        def matches(spec, i):
+        def matches(spec, match, i):
             types, tags, picks, frames = spec
             m = memories[i]
-            return (_data(m["kind"], "x").TYPE.type_name in types or i in picks or any(t in tags for t in m["tags"])
-                    or any(f in frames for f in m["frames"]))
+            hits = [(bool(types), _data(m["kind"], "x").TYPE.type_name in types), (bool(picks), i in picks),
+                    (bool(tags), any(t in tags for t in m["tags"])), (bool(frames), any(f in frames for f in m["frames"]))]
+            if match == "any":
+                return any(hit for _, hit in hits)
+            given = [hit for named, hit in hits if named]
+            return bool(given) and all(given)
 
-        inside = {i for i in range(len(memories)) if matches(include, i) and not matches(exclude, i)}
+        inside = {i for i in range(len(memories)) if matches(include, include_match, i) and not matches(exclude, exclude_match, i)}
         now = START + timedelta(days=2)
         query = {"verb": "acquire", "now": now, **options}
         scoped = full.context(scope=signed, **query)
@@ -804,6 +810,13 @@ def test_scoped_context_equals_context_over_the_in_scope_memories(tmp_path_facto
             twin_uris = writes(twin, inside)
             assert [twin_uris[i] for i in sorted(inside)] == [uris[i] for i in sorted(inside)]
             expected = twin.context(**query)
+            # The other scoped reads answer as the twin's unscoped ones.
+            assert [m.uri for m in full.memories(include_tombstoned=True, scope=signed)] == [m.uri for m in twin.memories(include_tombstoned=True)]
+            counted = {k: v for k, v in twin.stats().items() if k not in ("root", "journal_seq", "path")}
+            assert {k: v for k, v in full.stats(scope=signed).items() if k != "path"} == counted
+            for kind in ("Fact", "Event", "Preference", "Goal", "Constraint", "Identity"):
+                found = {m.uri for m in full.find(type=kind, limit=100, include_tombstoned=True, scope=signed)}
+                assert found == {m.uri for m in twin.find(type=kind, limit=100, include_tombstoned=True)}
 
         got, want = scoped.to_dict(), expected.to_dict()
         got.pop("root")
