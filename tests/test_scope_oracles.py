@@ -158,7 +158,7 @@ def test_a_scope_works_only_on_the_store_it_was_granted_for(tmp_path):
             b.find(type="Preference", limit=5, scope=signed)
         a.export_jsonl(tmp_path / "a.jsonl")
         with open_store(tmp_path / "copy", clock=FakeClock()) as copy:
-            copy.import_jsonl(tmp_path / "a.jsonl")
+            copy.import_jsonl(tmp_path / "a.jsonl", trust_records=True)
             assert copy.root() == a.root()
             with pytest.raises(cortex.ScopeInvalid, match="not this one"):
                 copy.find(type="Preference", limit=5, scope=signed)
@@ -236,3 +236,17 @@ def test_match_all_hands_over_one_customers_facts(tmp_path):
             Selector(types=["Fact"], match="every")
     finally:
         c.close()
+
+
+def test_a_natural_key_of_a_hidden_memory_reads_as_a_key_nobody_has(shop):
+    c, _, signed = shop
+    c.write(fact("the vault code is 1234"), key="vault")
+    c.write(Preference(topic="tone", polarity="prefer"), key="tone")
+    assert c.resolve("key:Preference/tone", scope=signed).data.topic == "tone"
+    for ref in ("key:Fact/vault", "key:Fact/nobody"):
+        with pytest.raises(cortex.NotFound) as err:
+            c.resolve(ref, scope=signed)
+        assert str(err.value) == f"no memory {ref}"
+    assert "vault code" in c.resolve("key:Fact/vault").data.statement  # unscoped: found
+    with pytest.raises(cortex.NotFound, match="no Fact has the key 'nobody'"):
+        c.resolve("key:Fact/nobody")
