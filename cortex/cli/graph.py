@@ -82,6 +82,4 @@ def edges(store: str, ref: str, direction: str, types: tuple[str, ...], include_
 
 def _ref(c: cortex.Cortex, ref: str) -> str:
     """A URI, an id, or key:TYPE/KEY, as the URI the edge calls take."""
-    if ref.startswith("cortex://"):
-        return ref
-    return c.resolve(ref).uri if ref.startswith("key:") else c.resolve_latest(ref).uri
+    return ref if ref.startswith("cortex://") else c.resolve(ref).uri

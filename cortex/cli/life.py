@@ -135,7 +135,7 @@ def update(store: str, ref: str, file: TextIO, actor: str | None) -> int:
     text = file.read()
     owner = _actor(store, actor)
     with cortex.open(store, actor=owner, mode="r") as reader:  # the memory's type, to read the data as
-        memory = reader.resolve(ref) if ref.startswith(("cortex://", "key:")) else reader.resolve_latest(ref)
+        memory = reader.resolve(ref)
     try:
         fields = json.loads(text)
     except json.JSONDecodeError as exc:
