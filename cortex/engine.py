@@ -54,6 +54,7 @@ from .records import (
     META_ACTOR,
     META_CACHE_EPOCH,
     META_CLOCK_HIGH,
+    META_IMPORT,
     META_JOURNAL,
     META_JOURNAL_FORMAT,
     META_SCHEMA,
@@ -269,6 +270,7 @@ class Engine:
         # Readers whose reads see the latest commit: the journal head of the latest
         # view (`position()`); None before the first.
         self.seen: JournalHead | None = None
+        self.importing = False  # (followers) the view holds an unfinished import or migration
         if self.mode == "r":
             if not stateless:
                 self._load_view()
@@ -439,6 +441,7 @@ class Engine:
         if self.storage.live_reads:
             return
         self.journal = JournalHead.decode(self.storage.get(META_JOURNAL), self._journal_format())
+        self.importing = self.storage.get(META_IMPORT) is not None
         self.cache_epoch = decode_cache_epoch(self.storage.get(META_CACHE_EPOCH))
         high = decode_clock_high(self.storage.get(META_CLOCK_HIGH))
         self.journal_at = high if high is not None else (0 if not self.journal.seq else None)
@@ -448,10 +451,21 @@ class Engine:
         time it holds (the torn-view check's bound; None for the writer). Call inside
         `read()`."""
         if self.mode == "r" and self.storage.live_reads:
-            head = JournalHead.decode(self.storage.get(META_JOURNAL), self.journal.format)
+            raw_head, marker = self.storage.multi_get([META_JOURNAL, META_IMPORT])
+            if marker is not None:
+                raise self._importing()
+            head = JournalHead.decode(raw_head, self.journal.format)
             self.seen = head
             return head, None
+        if self.mode == "r" and self.importing:
+            raise self._importing()
         return self.journal, self.journal_at
+
+    def _importing(self) -> StoreError:
+        """What a reader says while an import or migration writes the store: its
+        keys arrive in many batches, so a read could see a store in part."""
+        return StoreError(f"store {self.location!r}: an import or migration into it is in progress; "
+                          "read it once that has finished (verify() names an import that was interrupted)")
 
     # -- commit positions (`cortex.position`) -------------------------------------
 
@@ -495,6 +509,8 @@ class Engine:
             try:
                 with self.lock.read():
                     self.check_open()
+                    if self.mode == "r" and self.importing:  # (where reads see the latest commit: `view_state`)
+                        raise self._importing()
                     with self.storage.view():
                         if reads is not None:
                             self.storage.prefetch(reads)

@@ -246,6 +246,8 @@ def find(e: Engine, *, type: Any, tags: Iterable[str], where: Any, order_by: str
         else:
             budget = granted.budget(0 if budget is None else budget) or None
             rows = _scoped_candidates(e, granted, mtype, tag_list, include_tombstoned, include_superseded, session)
+        if granted is None and e.mode == "r" and e.storage.live_reads:
+            e.view_state()  # refuses while an import or migration writes the store
         if order_by == "salience":
             scores = live_scores(rows["last_used"], rows["access"], rows["citations"], rows["importance"], (rows["flags"] & entry.FLAG_PINNED) != 0, now, e.weights())
             order = np.lexsort((rows["id_lo"], rows["id_hi"], -scores))

@@ -217,6 +217,21 @@ class _WriterSwitched(StoreError):
     `catch_up`), and only a caller out of attempts sees it, as a `StoreError`."""
 
 
+_CONFIG_FILE = "rocksdict-config.json"  # rocksdict's own, rewritten by every open
+
+
+def _linked_view(store: str, folder: str) -> str:
+    """`folder`/view: a link to each file of the store folder but rocksdict's config
+    and RocksDB's LOCK (a secondary opens the view, writes the config there, and
+    reads the store's files through the links)."""
+    view = os.path.join(folder, "view")
+    os.mkdir(view)
+    for name in os.listdir(store):
+        if name not in (_CONFIG_FILE, "LOCK"):
+            os.symlink(os.path.join(os.path.abspath(store), name), os.path.join(view, name))
+    return view
+
+
 def _remove_stale_secondaries() -> None:
     """Remove the secondary folders of processes that are gone (a follower that was
     never closed leaves its folder behind)."""
@@ -257,6 +272,9 @@ class RocksStorage:
         # by the table file's unique id, which a reopen does not change).
         self._cache = Cache(cache_bytes)
         self._secondary: str | None = None
+        # Whether secondaries open through a view of links (`_open_in`): the store
+        # folder could not be written.
+        self._through_view = False
         self._files_seen: _Files = ()
         self._folder_seen = (-1, 0)  # the folder's time and when its entries were read
         self._closed = False
@@ -340,13 +358,36 @@ class RocksStorage:
     def _open_secondary(self) -> Rdict:
         folder = tempfile.mkdtemp(prefix=f"{_SECONDARY_PREFIX}{os.getpid()}-")
         try:
-            db = _open_db(self.location, self._cache, folder)
+            db = self._open_in(folder)
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
         self._drop_secondary_folder()
         self._secondary = folder
         return db
+
+    def _open_in(self, folder: str) -> Rdict:
+        """A secondary instance whose own files go to `folder`. rocksdict writes
+        `rocksdict-config.json` into the folder it opens, every time; when the store
+        folder is not this process's to write (a reader restricted by file
+        permissions), the instance opens a view of it instead: a folder of links to
+        the store's files, made afresh for each instance (`_linked_view`)."""
+        if not self._through_view:
+            try:
+                return _open_db(self.location, self._cache, folder)
+            except StoreError as exc:
+                if "Permission denied" not in str(exc):
+                    raise
+                self._through_view = True
+        view = _linked_view(self.location, folder)
+        try:
+            return _open_db(view, self._cache, folder)
+        except _WriterSwitched:
+            raise
+        except StoreError as exc:
+            if "No such file" in str(exc):  # the writer replaced a file after the links were made
+                raise _WriterSwitched(str(exc)) from None
+            raise
 
     def _drop_secondary_folder(self) -> None:
         if self._secondary:
@@ -602,7 +643,8 @@ class RocksStorage:
         catch-up reopens)."""
         if not self.read_only:
             return True
-        reopen = reopen or _flush_happened(self._files_seen, self._files_signature())
+        # Through a view, files the writer made since are not linked: a fresh instance.
+        reopen = reopen or self._through_view or _flush_happened(self._files_seen, self._files_signature())
         seen = self._files_seen
         for _ in range(_MAX_REOPENS):
             signature = self._files_signature()  # before: a write during catch-up shows next time
