@@ -47,8 +47,10 @@ from .model import DATA_CLASSES, MemoryType, check_int, check_tags, to_micros
 from .query import Predicate, _memory_type, compile_where, field_rules
 from .records import FLAG_SUPERSEDED, H_CREATED, H_EXPIRES, H_TOMBSTONE, H_TYPE, head_keys, unpack_head
 from .salience.score import live_scores
-from .scope import Evaluator, Refusal, SignedScope, capped_budget, check_signed, memory_frames, verify
-from .writes import report_violation, touch
+from . import scoped
+from .scope import Evaluator, SignedScope, check_signed, memory_frames
+from .scoped import Granted
+from .writes import touch
 
 K1 = 1.2
 B = 0.75
@@ -128,27 +130,21 @@ def find_near(e: Engine, *, near: object, type: Any, tags: Iterable[str], where:
     if late_binding:
         e.check_writable()
 
-    def read() -> tuple[list[tuple[bytes, Memory]], dict[str, float]]:
+    def read(granted: Granted | None) -> tuple[list[tuple[bytes, Memory]], dict[str, float]]:
         if e.storage.get(lexical.META_LEXICAL) != lexical.SETTINGS.encode():
             raise StoreError(f"store {e.location!r} has no lexical index of this cortex's analyzer yet: "
                              "open it once with mode=\"rw\" (which builds it) or run rebuild()")
         now = to_micros(e.now())
         budget = budget_tokens
         evaluator = None
-        if signed is not None:
-            journal, _ = e.view_state()
-            digest = verify(e.storage, signed, e.actor, now, now, e.scopes, (journal.seq, journal.root))
-            budget = capped_budget(signed, digest, 0 if budget is None else budget, 0) or None
-            evaluator = e.scopes.evaluator(e.storage, signed, journal.seq, journal.root)
+        if granted is not None:
+            budget = granted.budget(0 if budget is None else budget) or None
+            evaluator = granted.evaluator()
         ids, scores = score(e, words, mtypes, evaluator)
         return _collect(e, ids, scores, now, tag_list, predicate, limit, budget, form, signed,
                         include_superseded)
 
-    try:
-        results, relevance = e.read(read, catch_up=signed is not None)
-    except Refusal as refusal:
-        report_violation(e, refusal)
-        raise refusal.error from None
+    results, relevance = scoped.read(e, signed, read)
     if late_binding and results:
         touch(e, [r[0] for r in results])
     return Recalled((m for _, m in results), relevance)
