@@ -162,6 +162,16 @@ def _postings(e: Engine, term: str) -> np.ndarray:
     return np.frombuffer(b"".join(values), dtype=POSTING_DTYPE)
 
 
+def _postings_of(e: Engine, term: str, ids: np.ndarray) -> np.ndarray:
+    """The postings of `term` for these documents only: one point read each. Under a
+    scope the postings of out-of-scope memories are never read, so a query costs the
+    same whether they hold its terms or not (docs/scopes.md)."""
+    prefix = lexical.term_prefix(term)
+    raw = ids.tobytes()
+    values = e.storage.multi_get([prefix + raw[i : i + 16] for i in range(0, len(raw), 16)])
+    return np.frombuffer(b"".join(v for v in values if v is not None), dtype=POSTING_DTYPE)
+
+
 def score(e: Engine, words: list[str], mtypes: tuple[MemoryType, ...], evaluator: Evaluator | None) -> tuple[np.ndarray, np.ndarray]:
     """The ids (S16) holding any of `words` and their BM25 scores, unordered; of the
     types `mtypes` only when any are given (call inside `Engine.read`)."""
@@ -179,11 +189,11 @@ def score(e: Engine, words: list[str], mtypes: tuple[MemoryType, ...], evaluator
     avgdl = length / docs
     parts: list[tuple[np.ndarray, np.ndarray]] = []
     for i, word in enumerate(words):
-        rows = _postings(e, word)
         if evaluator is not None:
-            rows = rows[_in_scope(e, evaluator, rows)]
+            rows = _postings_of(e, word, inside["id"])
             df = len(rows)
         else:
+            rows = _postings(e, word)
             df = dfs[i]
         if mtypes:
             rows = rows[np.isin(rows["type"], [int(t) for t in mtypes])]

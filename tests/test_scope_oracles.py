@@ -250,3 +250,15 @@ def test_a_natural_key_of_a_hidden_memory_reads_as_a_key_nobody_has(shop):
     assert "vault code" in c.resolve("key:Fact/vault").data.statement  # unscoped: found
     with pytest.raises(cortex.NotFound, match="no Fact has the key 'nobody'"):
         c.resolve("key:Fact/nobody")
+
+
+def test_scoped_recall_costs_the_same_whether_hidden_memories_hold_the_words_or_none_do(shop):
+    c, uris, signed = shop
+    c.write_many([cortex.Write(fact(f"zanzibar ledger entry {i}")) for i in range(3000)])
+    for word in ("zanzibar", "quokka", "zanzibar", "quokka"):  # warm
+        assert list(c.find(near=word, limit=10, scope=signed)) == []
+    hidden = _peak(lambda: c.find(near="zanzibar", limit=10, scope=signed))
+    missing = _peak(lambda: c.find(near="quokka", limit=10, scope=signed))
+    # Before, the postings of every memory holding the word were read (3,000 of them).
+    assert abs(hidden - missing) < 16_384, (hidden, missing)
+    assert [m.uri for m in c.find(near="zanzibar", limit=10)][:1] != []  # unscoped: found
