@@ -2,6 +2,8 @@
 
 import pytest
 
+import cortex
+
 from test_erase import *  # noqa: F403 - the suite's tests and fixtures, collected again here
 
 pytest_plugins = ["pgfixture", "backends"]  # no-ops once tests/conftest.py lists them
@@ -9,3 +11,28 @@ pytest_plugins = ["pgfixture", "backends"]  # no-ops once tests/conftest.py list
 pytestmark = pytest.mark.usefixtures("postgresql_stores")  # first among the module's fixtures
 
 ROCKSDB_ONLY: dict[str, str] = {}  # the suite marks its RocksDB-only test itself
+
+
+def test_on_postgresql_the_erased_rows_leave_the_table_files(pg_server, pg_actor):
+    """After erase() (rows deleted, the table vacuumed) and a checkpoint, no file of
+    the database's tables holds the text; the server's WAL still may (docs/trust.md)."""
+    import psycopg
+
+    SECRET = "Zt4Yq8Wn2Kd6Xp0Lm5Rb9Hs3Jv7Cf1Ga"  # this test's own: the suite's other tests keep theirs
+
+    def holders() -> list[str]:
+        base = pg_server.folder / "data" / "base"
+        return sorted(str(p.relative_to(base)) for p in base.rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes())
+
+    def checkpoint() -> None:
+        with psycopg.connect(pg_server.dsn, autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+
+    with cortex.open(pg_server.dsn, actor=pg_actor) as c:
+        uri = c.write(cortex.Fact(statement=f"card {SECRET}", subject="s", predicate="p"))
+        checkpoint()
+        assert holders()
+        c.erase(uri, "forget the card")
+        checkpoint()
+        assert holders() == []
+        assert c.verify() == []
