@@ -1354,5 +1354,5 @@ class _LazyTexts(Sequence[str]):
     def __len__(self) -> int:
         return len(self._built())
 
-    def __repr__(self) -> str:
-        return f"[...{len(self)} ids]"
+    def __repr__(self) -> str:  # what print() shows: the ids, as for a list (built on demand)
+        return repr(self._built())

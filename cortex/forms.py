@@ -116,7 +116,7 @@ _SAYS_POLARITY = {
 }
 
 
-def _constraint_head(polarity: str, statement: str) -> str:
+def constraint_text(polarity: str, statement: str) -> str:
     """`{polarity} {statement}`, or the statement alone when its first words say the polarity."""
     lowered = statement.lower()
     for words in _SAYS_POLARITY.get(polarity, ()):
@@ -166,7 +166,7 @@ def render_short_medium(data: MemoryData) -> tuple[str, str]:
                 _count("subgoals", data.subgoals),
             )
         case Constraint():
-            short = f"[{data.strength}] {_constraint_head(data.polarity, data.statement)}"
+            short = f"[{data.strength}] {constraint_text(data.polarity, data.statement)}"
             details = _details(f"source={data.source}", _opt("trigger", data.trigger))
         case Capability():
             short = f"{data.subject} can {data.capability} ({'verified' if data.verified else 'unverified'})"
@@ -208,7 +208,7 @@ def render_full(data: MemoryData, medium: str | None = None) -> str:
     is said twice, so a full form costs no tokens on repeated text."""
     lines = [medium if medium is not None else render_short_medium(data)[1]]
     added = _ADDED[type(data)]
-    if isinstance(data, Constraint) and not _constraint_head(data.polarity, data.statement).startswith(data.polarity + " "):
+    if isinstance(data, Constraint) and not constraint_text(data.polarity, data.statement).startswith(data.polarity + " "):
         added = _CONSTRAINT_ADDED
     for name in added:
         value = getattr(data, name)

@@ -185,7 +185,7 @@ def compile_where(where: object, rules: FieldRules, depth: int = 0) -> Predicate
         raise ValidationError("where", f"{shown(op)} takes a field name and a value", where)
     name, value = args
     if name not in rules:
-        raise ValidationError("where", f"unknown field {shown(name)}", where)
+        raise ValidationError("where", f"unknown field {shown(name)}; the fields are {', '.join(rules)}", where)
     missing = object()
     if op == "in":
         if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):

@@ -162,7 +162,8 @@ def test_read_commands_run_beside_a_writer_and_a_second_writer_is_refused(tmp_pa
     assert found.returncode == 0 and found.stdout.startswith("- cortex://Fact/") and "p(s)=written while the readers run" in found.stdout
     assert stats.returncode == 0 and "memories  7 live, 0 tombstoned" in stats.stdout
     assert [m["uri"] for m in json.loads(context.stdout)["pinned"]] == [uris["me"], uris["rule"], uris["goal"]]  # floor ties: id order
-    assert "open it with mode=\"r\"" in assert_one_line_error(locked, "StoreLocked")
+    message = assert_one_line_error(locked, "StoreLocked")
+    assert "read commands (context, resolve, find, list, stats, export) run beside it" in message and 'mode="r"' not in message
 
 
 def test_bad_input_exits_2_with_one_line(tmp_path):
@@ -330,7 +331,7 @@ def test_write_reads_one_object_a_list_or_json_lines(tmp_path, capsys):
 @pytest.mark.parametrize("text, message", [
     ("", "ValidationError: input: is empty"),
     ("\n\n", "ValidationError: input: is empty"),
-    ('{"type": "Fact",\n "data": ', "ValidationError: input: is neither JSON nor JSON Lines: Expecting value at line 2"),
+    ('{"type": "Fact",\n "data": ', "ValidationError: input: is neither JSON nor JSON Lines: it ends before the JSON does (Expecting value) at line 2, column 9"),
     ('[{"type": "Goal", "data": {"statement": "a", "status": "paused"}}, {"type": "Goal", "data": {"status": "paused"}}]',
      "ValidationError: [1]: data.statement: is required"),
     ('{"type": "Goal", "data": {"statement": "a", "status": "paused"}}\n{"type": "Gaol", "data": {}}\n',

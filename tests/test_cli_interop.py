@@ -81,7 +81,7 @@ def test_fingerprint_out_and_in(tmp_path):
     first = run("import-fingerprint", str(tmp_path / "b"), stdin=out.stdout)
     assert first.returncode == 0, first.stderr
     assert first.stdout.startswith("imported ")
-    assert run("import-fingerprint", str(tmp_path / "b"), stdin=out.stdout).stdout == "imported 0 memories\n"
+    assert run("import-fingerprint", str(tmp_path / "b"), stdin=out.stdout).stdout == "nothing written: this fingerprint was imported before\n"
     flipped = out.stdout.replace('"compact"', '"minimal"', 1)
     refused = run("import-fingerprint", str(tmp_path / "b"), stdin=flipped)
     assert refused.returncode == 2 and refused.stderr.startswith("cortex: ")

@@ -41,6 +41,8 @@ from collections.abc import Sequence
 
 import click
 
+import cortex
+
 # The command groups, imported in the order `cortex --help` lists them (a store's life).
 from . import life, graph, scopes, reads, learning, bench, demo, moving, serve  # noqa: F401 - each registers its commands
 from ._common import cli
@@ -53,6 +55,17 @@ __all__ = ["cli", "main"]
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+# The library's StoreLocked advice names the Python call; on the command line the
+# read commands are the way to read beside a writer.
+_LOCKED_HINT_PY = 'open it with mode="r" to read beside the writer'
+_LOCKED_HINT_CLI = "read commands (context, resolve, find, list, stats, export) run beside it; write commands wait until it closes"
+
+
+def _for_the_shell(exc: Exception) -> str:
+    text = str(exc)
+    return text.replace(_LOCKED_HINT_PY, _LOCKED_HINT_CLI) if isinstance(exc, cortex.StoreLocked) else text
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -81,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             traceback.print_exc()
-        click.echo(f"cortex: {type(exc).__name__}: {_one_line(str(exc))}", err=True)
+        click.echo(f"cortex: {type(exc).__name__}: {_one_line(_for_the_shell(exc))}", err=True)
         return 2
     return status if isinstance(status, int) else 0
 

@@ -95,7 +95,7 @@ def _read_memories(stream: TextIO) -> Iterator[Write]:
         try:
             value = json.loads(document)
         except json.JSONDecodeError as exc:
-            raise cortex.ValidationError("input", f"is neither JSON nor JSON Lines: {exc.msg} at line {exc.lineno + number - 1}, column {exc.colno}") from None
+            raise cortex.ValidationError("input", f"is neither JSON nor JSON Lines: {_where_json_failed(document, exc, number)}") from None
         objects = value if isinstance(value, list) else [value]
         for i, obj in enumerate(objects):
             yield _memory(obj, f"[{i}]" if isinstance(value, list) else "")
@@ -109,6 +109,19 @@ def _read_memories(stream: TextIO) -> Iterator[Write]:
         except json.JSONDecodeError as exc:
             raise cortex.ValidationError(f"line {number}", f"is not JSON: {exc.msg} (column {exc.colno})") from None
         yield _memory(value, f"line {number}")
+
+
+def _where_json_failed(document: str, exc: json.JSONDecodeError, first_line: int) -> str:
+    """`msg at line L, column C` of a JSON error, lines counted from `first_line`;
+    an error past the last character (an unterminated object) is placed there, not
+    on the empty line after a trailing newline."""
+    end = len(document.rstrip())
+    if exc.pos < end:
+        return f"{exc.msg} at line {exc.lineno + first_line - 1}, column {exc.colno}"
+    body = document[:end]
+    line = body.count("\n") + first_line
+    column = end - body.rfind("\n")
+    return f"it ends before the JSON does ({exc.msg}) at line {line}, column {column}"
 
 
 def _memory(obj: object, where: str) -> Write:

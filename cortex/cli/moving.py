@@ -180,11 +180,22 @@ def export_fingerprint(store: str, tier: str, sign_with: str | None, actor: str 
 @_actor_option
 def import_fingerprint(store: str, file: TextIO, actor: str | None) -> int:
     """Import a fingerprint envelope (FILE, or standard input): both hashes are
-    checked first; additive; the same fingerprint twice is a no-op."""
+    checked first; additive; the same fingerprint twice is a no-op. Says how many
+    memories were written in all, by type: the artifacts, and the Event that
+    records the import."""
     text = file.read()
     with _open(store, actor, write=True) as c:
-        written = c.import_fingerprint(text)
-    click.echo(f"imported {written} {'memory' if written == 1 else 'memories'}")
+        before = c.stats()["by_type"]
+        artifacts = c.import_fingerprint(text)
+        after = c.stats()["by_type"]
+    added = {name: after.get(name, 0) - before.get(name, 0) for name in after if after.get(name, 0) != before.get(name, 0)}
+    total = sum(added.values())
+    if total == 0:
+        click.echo("nothing written: this fingerprint was imported before")
+        return 0
+    by_type = ", ".join(f"{name} {count}" for name, count in added.items())
+    click.echo(f"imported {artifacts} {'artifact' if artifacts == 1 else 'artifacts'}: {total} "
+               f"{'memory' if total == 1 else 'memories'} written ({by_type}; an Event records the import)")
     return 0
 
 

@@ -102,6 +102,10 @@ def context(store: str, verb: str | None, objects: tuple[str, ...], budget: int,
     if as_json and fmt not in ("markdown", "json"):
         raise click.BadParameter(f"--json and --format {fmt} disagree; give one", param_hint="--json")
     fmt = "json" if as_json else fmt
+    if query_context is not None and fmt != "hmx":
+        raise click.BadParameter(f"is used by --format hmx only (the format is {fmt})", param_hint="--query-context")
+    if intent is not None and fmt != "contextpack":
+        raise click.BadParameter(f"is used by --format contextpack only (the format is {fmt})", param_hint="--intent")
     if fmt == "contextpack" and intent is None:
         raise click.BadParameter("--format contextpack needs --intent", param_hint="--intent")
     asked = _objects(objects)

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from ..forms import constraint_text
 from ..memory import Memory
 from ..model import Constraint, Event, ObjKind, Pattern
 from .canonical import JSONDict, cut_utf8
@@ -288,7 +289,7 @@ def _decision_constraints(ordered: Sequence[Item]) -> list[JSONDict]:
             out.append({
                 "artifact_id": item.memory.uri,
                 "condition": cut_utf8(data.trigger or "always", _CONSTRAINT_TEXT_BYTES),
-                "constraint": cut_utf8(f"{data.polarity} {data.statement}", _CONSTRAINT_TEXT_BYTES),
+                "constraint": cut_utf8(constraint_text(data.polarity, data.statement), _CONSTRAINT_TEXT_BYTES),
                 "confidence": item.memory.confidence,
                 "override_allowed": data.strength != "hard",
             })

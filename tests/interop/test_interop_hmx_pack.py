@@ -81,7 +81,7 @@ def test_a_pack_maps_every_survivor_to_its_section_with_its_provenance(store):
     assert pack["token_budget"]["dropped_count"] == 0 and pack["dropped_entries"] == []
     assert pack["metadata"]["root"] == store.root()
     hard, soft = (next(d for d in pack["decision_constraints"] if d["artifact_id"] == uris[k]) for k in ("hard", "soft"))
-    assert hard == {"artifact_id": uris["hard"], "condition": "price check", "constraint": "dont never pay above 2 USD/h",
+    assert hard == {"artifact_id": uris["hard"], "condition": "price check", "constraint": "never pay above 2 USD/h",  # not "dont never"
                     "confidence": 1.0, "override_allowed": False}
     assert soft["override_allowed"] is True and soft["condition"] == "always"
 
