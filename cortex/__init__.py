@@ -38,6 +38,7 @@ from .model import (
 from .salience import Score, Weights
 from .salience.score import FACTUAL_ERROR, WRONG_ASSUMPTION
 from .scope import Scope, Selector, SignedScope
+from .tuning import Tuning
 
 __version__ = "0.1.0"
 
@@ -74,6 +75,7 @@ __all__ = [
     "Scope",
     "Selector",
     "SignedScope",
+    "Tuning",
     "FACTUAL_ERROR",
     "WRONG_ASSUMPTION",
     *_errors,

@@ -2,7 +2,8 @@
 
 `Engine` holds one open store: its storage backend (`cortex.storage`), the
 readers-writer lock, the journal head and the latest write time, the clock, the id
-generator, the tokenizer, the view cache, the scope state and the forms helper. The operations live
+generator, the tokenizer, its caches (`cortex.cache`), the read path's thresholds
+(`cortex.tuning`), the scope state and the forms helper. The operations live
 in modules above it and take it as their first argument:
 
     cortex.writes   write, write_many, update, update_head, tombstone, attest
@@ -32,6 +33,7 @@ from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from . import index, workers
+from .cache import Caches, CurrentHeads, HotFrames, JoinedCalls, NewestEvents, UriMemo, ViewCache
 from .errors import (
     ActorMismatch,
     CorruptRecord,
@@ -46,7 +48,7 @@ from .errors import (
 from .forms import DEFAULT_ENCODING, Tokenizer
 from .ids import IdGenerator, Ref, encode_id, encode_ids
 from .journal import append
-from .memory import CurrentHeads, Memory, ViewCache
+from .memory import Memory
 from .position import check_timeout, parse_token, wait_for
 from .model import check_datetime, check_int, check_text
 from .records import (
@@ -77,10 +79,9 @@ from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
 from .scope import ScopeState
 from .index import lexical
-from .index.hot import HotFrames, JoinedCalls
-from .index.newest import NewestEvents
 from .index.packs import FramePacks
 from .storage import Batch, Reads, Storage, ViewMoved, is_dsn
+from .tuning import DEFAULT_TUNING, Tuning
 from .workers import FormsPool
 
 Clock = Callable[[], datetime]
@@ -116,6 +117,7 @@ class Options:
     entropy: Callable[[int], bytes] | None = None
     cache_mb: int = 1024
     ingest_helper: bool = False
+    tuning: Tuning = DEFAULT_TUNING
 
     def __post_init__(self) -> None:
         check_text("actor", self.actor, required=True, max_bytes=256)
@@ -130,6 +132,8 @@ class Options:
         check_int("cache_mb", self.cache_mb, lo=1, hi=1 << 20)
         if not isinstance(self.ingest_helper, bool):
             raise ValidationError("ingest_helper", "must be a bool", self.ingest_helper)
+        if not isinstance(self.tuning, Tuning):
+            raise ValidationError("tuning", "must be a cortex.Tuning", self.tuning)
         check_text("path", self.location, required=True, max_bytes=4096)
         if "\x00" in self.location:
             raise ValidationError("path", "must not contain NUL characters", self.location)
@@ -222,21 +226,15 @@ class Engine:
         self.mode = options.mode
         self.clock = options.clock
         self.lock = RWLock()
-        self.views = ViewCache()
+        self.tuning = options.tuning
         self.scopes = ScopeState()  # evaluated scopes, violation counts and their rate limit
         self.closed = False
         # Index entries `context()` has scanned from storage over the handle's life
         # (rows read from a pack count, reads from the hot-frame cache do not).
         self.entries_scanned = 0
-        # Decoded frame entries of hot objects (`cortex.index.hot`); none where reads
-        # can see other processes' commits without a refresh.
-        self.hot = None if storage.live_reads else HotFrames()
-        # The newest entries of outcomes-tier prefixes (`cortex.index.newest`), same rule.
-        self.newest = None if storage.live_reads else NewestEvents()
-        # The joined candidates of recent calls (`cortex.index.hot.JoinedCalls`), same rule.
-        self.joins = None if storage.live_reads else JoinedCalls()
-        # Views of current heads by key (`cortex.memory.CurrentHeads`), same rule.
-        self.heads = None if storage.live_reads else CurrentHeads.for_cache(options.cache_mb)
+        # The handle's caches (`cortex.cache`); those that mirror stored keys are
+        # None where reads can see other processes' commits without a refresh.
+        self.caches = Caches(storage.live_reads, options.cache_mb, options.tuning)
         # Packed frame prefixes and their bounds (`cortex.index.packs`), same rule.
         self.packs = None if storage.live_reads else FramePacks()
         self._last_weights: tuple[bytes, Weights] | None = None  # stored bytes -> decoded
@@ -290,6 +288,48 @@ class Engine:
                     continue
         for batch in lexical.build(self.storage, heads()):
             self.write(batch, keeps_caches=True)  # lexical keys only: no cache mirrors them
+
+    # The caches by name (`cortex.cache`); tests swap them for handles of their own.
+
+    @property
+    def views(self) -> ViewCache:
+        return self.caches.views
+
+    @property
+    def uris(self) -> UriMemo:
+        return self.caches.uris
+
+    @property
+    def hot(self) -> HotFrames | None:
+        return self.caches.hot
+
+    @hot.setter
+    def hot(self, cache: HotFrames | None) -> None:
+        self.caches.hot = cache
+
+    @property
+    def newest(self) -> NewestEvents | None:
+        return self.caches.newest
+
+    @newest.setter
+    def newest(self, cache: NewestEvents | None) -> None:
+        self.caches.newest = cache
+
+    @property
+    def joins(self) -> JoinedCalls | None:
+        return self.caches.joins
+
+    @joins.setter
+    def joins(self, cache: JoinedCalls | None) -> None:
+        self.caches.joins = cache
+
+    @property
+    def heads(self) -> CurrentHeads | None:
+        return self.caches.heads
+
+    @heads.setter
+    def heads(self, cache: CurrentHeads | None) -> None:
+        self.caches.heads = cache
 
     @classmethod
     def open(cls, options: Options) -> Engine:
@@ -401,7 +441,7 @@ class Engine:
                 self._view_whole = whole
                 self._weights = None  # feedback may have changed them: read them again
                 if self.newest is not None:
-                    self.newest.clear()  # a new Event may sort anywhere under its prefix
+                    self.newest.drop()  # a new Event may sort anywhere under its prefix
                 kept = whole and was_whole and not (reopen or torn) and epoch is not None and epoch == self.cache_epoch
                 if not kept:
                     self.drop_caches()
@@ -420,14 +460,7 @@ class Engine:
     def drop_caches(self) -> None:
         """Forget what mirrors the stored keys (the view is moving or closing)."""
         self._weights = None
-        if self.hot is not None:
-            self.hot.clear()
-        if self.newest is not None:
-            self.newest.clear()
-        if self.joins is not None:
-            self.joins.clear()
-        if self.heads is not None:
-            self.heads.clear()
+        self.caches.drop()
 
     def catch_up_if_changed(self) -> None:
         if self.mode == "r" and self.storage.writer_moved():
@@ -642,8 +675,8 @@ class Engine:
 
     def write(self, puts: Batch, keeps_caches: bool = False) -> None:
         """Write a batch atomically: the only way a batch reaches storage, so the
-        caches that mirror stored keys see every change (`cortex.index.hot`,
-        `cortex.memory.CurrentHeads`) and packed frames get their dirty markers
+        caches that mirror stored keys see every change (`cortex.cache`; all are
+        dropped if the write fails) and packed frames get their dirty markers
         (`cortex.index.packs`).
 
         `keeps_caches`: the caller vouches that every key a cache mirrors (heads,
@@ -663,15 +696,13 @@ class Engine:
             puts = self.packs.mark(puts)
         try:
             self.storage.write(puts)
+        except BaseException:
+            self.caches.drop()  # the batch may or may not be stored
+            raise
         finally:
             if META_WEIGHTS in puts:
                 self._weights = None
-            if self.heads is not None:
-                self.heads.forget(puts)
         self.cache_epoch = epoch
-        if self.hot is not None:
-            self.hot.observe(puts)
-        if self.newest is not None:
-            self.newest.observe(puts)
+        self.caches.observe(puts)
         if self.packs is not None:
             self.packs.observe(puts)

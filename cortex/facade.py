@@ -36,6 +36,7 @@ from .model import EdgeType, Frame, MemoryData
 from .provenance import Origin
 from .salience.score import Score, Weights
 from .scope import Scope, SignedScope
+from .tuning import Tuning
 from .writes import Write
 
 __all__ = ["open", "migrate", "Cortex", "store_actor"]
@@ -59,6 +60,7 @@ def open(
     entropy: Callable[[int], bytes] | None = None,
     cache_mb: int = 1024,
     ingest_helper: bool = False,
+    tuning: Tuning | None = None,
 ) -> Cortex:
     """Open (mode "rw", creating it if missing) or follow (mode "r") the store at `path`.
 
@@ -72,9 +74,11 @@ def open(
     survives a killed process). `entropy` (a callable like `os.urandom`) supplies the
     random bits of new ids, for reproducible stores. `cache_mb` sizes RocksDB's
     block cache and the handle's cache of decoded memories (32 per MB, ~2.6 KB
-    each: `cortex.memory.CurrentHeads`). `ingest_helper=True` starts a helper
+    each: `cortex.cache.CurrentHeads`). `ingest_helper=True` starts a helper
     process that renders and counts the forms of `write_many` batches of 256
     memories or more (see `cortex.workers`; about 1.2x bulk ingest on two cores).
+    `tuning`: the read path's thresholds (`cortex.Tuning`; they choose between
+    ways that give the same answers, so the defaults serve every store).
 
     A second writer raises `StoreLocked`. `mode="r"` runs beside a writer (in this or
     another process) and sees new writes after `refresh()` or at the next read.
@@ -87,7 +91,7 @@ def open(
         actor = _existing_actor(os.fspath(path), mode)
     options = Options(
         location=os.fspath(path), actor=actor, mode=mode, clock=system_clock if clock is None else clock, sync=sync,
-        entropy=entropy, cache_mb=cache_mb, ingest_helper=ingest_helper,
+        entropy=entropy, cache_mb=cache_mb, ingest_helper=ingest_helper, tuning=Tuning() if tuning is None else tuning,
     )
     return Cortex(Engine.open(options))
 

@@ -12,20 +12,17 @@ against the entries and `rebuild()` recreates.
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import islice
 from typing import NamedTuple
 
 from . import index, learn
 from .engine import Engine
 from .errors import CorruptRecord
 from .ids import encode_id
-from .memory import Memory
 from .journal import EDGE_KINDS, ERASE_KIND, SCOPE_KINDS, HeadFacts, chain, entry_problem, note
 from .salience import score as salience
 from .salience.score import DEFAULT_WEIGHTS, Score, Weights
 from .scope import GRANT_PREFIXES, Grants
-from .index import actor_obj, hot, lexical, packs
-from .index.entry import Columns
+from .index import lexical, packs
 from .storage import scan_keys
 from .records import (
     HEAD_PREFIX,
@@ -48,7 +45,6 @@ from .records import (
     encode_clock_high,
     salience_key,
     split_journal_value,
-    unpack_head,
     version_key,
 )
 
@@ -217,49 +213,9 @@ def _verify_packs(e: Engine, problems: list[str]) -> None:
     problems.extend(f"{_show(key)}: {problem}" for key, problem in packs.check(e.storage))
 
 
-def _verify_hot(e: Engine, problems: list[str]) -> None:
-    """The handle's cache of hot frame entries (`cortex.index.hot`) against storage."""
-    if e.hot is None:
-        return
-    for prefix in e.hot.prefixes():
-        cached = e.hot.lookup(prefix, e.storage)
-        try:
-            stored = Columns.decode(e.storage.scan_values(prefix), hot.FIELDS)
-        except ValueError:  # a value of the wrong size: the index checks above name it
-            stored = None
-        if cached is not None and (stored is None or not hot.same(cached, stored)):
-            problems.append(f"{_show(prefix)}: this handle's cache of the entries under it differs from the stored entries")
-
-
-def _verify_newest(e: Engine, problems: list[str]) -> None:
-    """The handle's newest outcomes-tier entries (`cortex.index.newest`) against a
-    backward scan of each prefix: the same first entries, and all of them when it
-    says so."""
-    if e.newest is None:
-        return
-    for prefix in e.newest.prefixes():
-        cached = e.newest.cached(prefix)
-        if cached is None:
-            continue
-        items, complete = cached
-        stored = list(islice(actor_obj.newest_first(e.storage, prefix), len(items) + 1))
-        if stored[: len(items)] != items or (complete and len(stored) > len(items)):
-            problems.append(f"{_show(prefix)}: this handle's newest entries under it differ from the stored entries")
-
-
-def _verify_heads(e: Engine, problems: list[str]) -> None:
-    """The handle's views of current heads (`cortex.memory.CurrentHeads`) against
-    the stored heads."""
-    if e.heads is None:
-        return
-    for key, memory in e.heads.items():
-        raw = e.storage.get(key)
-        try:
-            stored = None if raw is None else Memory.stored(key[len(HEAD_PREFIX):], unpack_head(key, raw))
-        except CorruptRecord:  # the record checks above name it
-            stored = None
-        if stored != memory:
-            problems.append(f"{_show(key)}: this handle's view of the head differs from the stored head")
+def _verify_caches(e: Engine, problems: list[str]) -> None:
+    """The handle's caches that mirror stored keys (`cortex.cache`) against storage."""
+    problems.extend(f"{_show(key)}: {problem}" for key, problem in e.caches.verify(e.storage))
 
 
 def _verify_weights(e: Engine, problems: list[str]) -> None:
@@ -302,9 +258,7 @@ def _verify_into(e: Engine, problems: list[str]) -> None:
         for key in sorted(expected):
             problems.append(f"{_show(key)}: missing entry")
         _verify_packs(e, problems)
-        _verify_hot(e, problems)
-        _verify_newest(e, problems)
-        _verify_heads(e, problems)
+        _verify_caches(e, problems)
         _verify_weights(e, problems)
         if e.storage.get(META_CLOCK_HIGH) != (encode_clock_high(high) if head.seq else None):
             problems.append("meta/clock_high: differs from the journal's latest time")

@@ -2,8 +2,8 @@
 partial ranking of the trim give exactly the bundle of a full scan and a full sort.
 
 `context()` keeps the decoded entries of frame prefixes per handle
-(`cortex.index.hot`) and the newest entries it read under outcomes-tier prefixes
-(`cortex.index.newest`), and ranks only the best candidates when it trims. None of
+(`cortex.cache.hot`) and the newest entries it read under outcomes-tier prefixes
+(`cortex.cache.newest`), and ranks only the best candidates when it trims. None of
 them may change an answer: on random stores built to have hot objects shared by several
 queried objects, score ties, expiring and tombstoned memories, superseded and
 contradicting ones, learned weights and writes between calls, every bundle equals
@@ -21,20 +21,22 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import cortex
-import cortex.context as context_module
-import cortex.index.entry as entry_module
-import cortex.index.hot as hot_module
+import cortex.cache.hot as hot_module
+import cortex.columns as columns_module
+import cortex.context.bounded as bounded_module
+import cortex.context.call as call_module
+import cortex.context.rank as rank_module
 import cortex.upkeep as upkeep
-from cortex import Constraint, EdgeType, Event, Fact, Frame, Goal
+from cortex import Constraint, EdgeType, Event, Fact, Frame, Goal, Tuning
+from cortex.cache import HotFrames, JoinedCalls
 from cortex.index import frame as frame_module
-from cortex.index.hot import HotFrames
 from cortex.model import ObjKind, Verb
 from cortex.salience.score import Weights
 
 from conftest import START, FakeClock, open_store
 
 NOW = START + timedelta(days=30)
-_JOINED_BELOW_ROWS = hot_module.JOINED_BELOW_ROWS  # the default, which some tests change
+_JOINED_BELOW_ROWS = Tuning().joined_below_rows  # the default, which some tests change
 OBJECTS = [("service", "gpu"), ("model", "acme"), ("agent", "eu")]
 
 
@@ -86,7 +88,7 @@ def _write_some(c: cortex.Cortex, clock: FakeClock, rng: random.Random, count: i
 def _query(rng: random.Random) -> dict:
     objects = dict(rng.sample(OBJECTS, rng.randint(1, 3)))
     # Calls at different times on the same cached rows: bounds kept from a call serve
-    # later ones only (`context._part_groups`).
+    # later ones only (`cortex.context.bounded.part_groups`).
     query = {"verb": rng.choice(("acquire", "deliver")), "objects": objects, "now": NOW + timedelta(hours=rng.choice((-720, -30, 0, 0, 30, 720))),
              "budget_tokens": rng.choice((1, 40, 120, 300, 4000)), "form": rng.choice(("short", "medium", "full")),
              "outcome_limit": rng.choice((0, 1, 5)), "include_superseded": rng.random() < 0.25}
@@ -116,8 +118,8 @@ def _design_trim(b: cortex.Bundle, reachable_size: int = 64) -> tuple[list[str],
     return sorted(order[dropped:]), order[:dropped][::-1][:reachable_size], total
 
 
-class _CountedBounded(context_module._Bounded):
-    """`_Bounded`, counting the calls that ranked with it, the groups they left unscored
+class _CountedBounded(bounded_module.BoundedRanker):
+    """`BoundedRanker`, counting the calls that ranked with it, the groups they left unscored
     and the plain rows they left unscored in the groups they opened."""
 
     calls = 0
@@ -132,7 +134,7 @@ class _CountedBounded(context_module._Bounded):
         return ranked
 
 
-# Seeds on which a fault in the bounded ranking (`_Bounded`) showed, each fault
+# Seeds on which a fault in the bounded ranking (`BoundedRanker`) showed, each fault
 # tried alone: rows left out not ranked last, bounds that ignore access and
 # citations, groups scored from the lowest bound up, ties with the next group's
 # bound taken as enough. Hypothesis's draws may miss them; these run every time.
@@ -158,23 +160,18 @@ def test_cached_and_partially_ranked_bundles_equal_a_full_scan_and_sort(tmp_path
 
 
 def _check_with_knobs(tmp_path_factory, seed: int, ranking: tuple[int, int], sort_dedup_rows: int, gather_share: int,
-                      bounded_from: int, always_bound: bool, joined_below: int = hot_module.JOINED_BELOW_ROWS) -> int:
-    """`_check_against_full_scan` with the composer's knobs set as drawn, and `_Bounded`
-    counting its calls, then put back; returns what the check returns."""
-    saved = (context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS,
-             context_module._BOUNDED_FROM, context_module._Bounded, context_module._worth_bounding,
-             entry_module._RUNS_FROM, entry_module._GATHER_SHARE, hot_module.JOINED_BELOW_ROWS)
-    context_module.MAX_REACHABLE_URIS = ranking[1]
-    hot_module.JOINED_BELOW_ROWS = joined_below
-    context_module._Bounded = _CountedBounded
-    if always_bound:
-        context_module._worth_bounding = lambda part, now, weights: True
+                      bounded_from: int, always_bound: bool, joined_below: int = _JOINED_BELOW_ROWS) -> int:
+    """`_check_against_full_scan` with the composer's `Tuning` as drawn, the column
+    store's thresholds set, and `BoundedRanker` counting its calls, then put back;
+    returns what the check returns."""
+    tuning = Tuning(first_ranked=ranking[0], reachable_uris=ranking[1], sort_dedup_rows=sort_dedup_rows, bounded_from=bounded_from,
+                    always_bound=always_bound, joined_below_rows=joined_below)
+    saved = (call_module.BoundedRanker, columns_module._RUNS_FROM, columns_module._GATHER_SHARE)
+    call_module.BoundedRanker = _CountedBounded
     try:
-        return _check_against_full_scan(tmp_path_factory, random.Random(seed), ranking[0], sort_dedup_rows, gather_share, bounded_from)
+        return _check_against_full_scan(tmp_path_factory, random.Random(seed), tuning, gather_share)
     finally:
-        (context_module._FIRST_RANKED, context_module.MAX_REACHABLE_URIS, context_module._SORT_DEDUP_ROWS,
-         context_module._BOUNDED_FROM, context_module._Bounded, context_module._worth_bounding,
-         entry_module._RUNS_FROM, entry_module._GATHER_SHARE, hot_module.JOINED_BELOW_ROWS) = saved
+        (call_module.BoundedRanker, columns_module._RUNS_FROM, columns_module._GATHER_SHARE) = saved
 
 
 def test_the_bounded_ranking_runs_and_leaves_groups_unscored(tmp_path_factory):
@@ -191,25 +188,25 @@ def test_the_bounded_ranking_runs_and_leaves_groups_unscored(tmp_path_factory):
     assert _CountedBounded.tail_rows > 0
 
 
-def _fast_paths(on: bool, first_ranked: int = 0, sort_dedup_rows: int = 0, gather_share: int = 0, bounded_from: int = 1) -> None:
-    """Set the composer's fast paths: a partial ranking, dedup by search, lazy joins
-    and takes by runs of rows at any size, small takes gathered from the parts of a
-    join (every take, with `gather_share` 0), frame-tier parts scored by bounds from
-    `bounded_from` rows, or (off) a ranking of every row scored, dedup by one sort,
+def _fast_paths(engine, on: bool, tuning: Tuning = Tuning(), gather_share: int = 0) -> None:
+    """Set the composer's fast paths: as `tuning` says (the tests' tunings take a
+    partial ranking, dedup by search and frame-tier parts scored by bounds at sizes
+    where the defaults would not), with lazy joins and takes by runs of rows at any
+    size and small takes gathered from the parts of a join (every take, with
+    `gather_share` 0); or (off) a ranking of every row scored, dedup by one sort,
     and numpy's plain concatenate and gather."""
-    context_module._FIRST_RANKED = first_ranked if on else 1 << 40
-    context_module._SORT_DEDUP_ROWS = sort_dedup_rows if on else 1 << 40
-    context_module._BOUNDED_FROM = bounded_from if on else 1 << 40
-    entry_module._RUNS_FROM = 0 if on else 1 << 40
-    entry_module._GATHER_SHARE = gather_share if on else 1 << 40
+    never = 1 << 40
+    engine.tuning = tuning if on else Tuning(first_ranked=never, reachable_uris=tuning.reachable_uris, sort_dedup_rows=never,
+                                             bounded_from=never, joined_below_rows=tuning.joined_below_rows)
+    columns_module._RUNS_FROM = 0 if on else never
+    columns_module._GATHER_SHARE = gather_share if on else never
 
 
-def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked: int, sort_dedup_rows: int, gather_share: int,
-                             bounded_from: int) -> int:
+def _check_against_full_scan(tmp_path_factory, rng: random.Random, tuning: Tuning, gather_share: int) -> int:
     """Calls with the fast paths and caches on, each against the same call with them
-    off (the full scan), on a random store as writes go on; returns the most cached
-    frames that kept a large call's candidates at once (`HotFrames.keep_joined`)."""
-    reachable_size = context_module.MAX_REACHABLE_URIS
+    off (the full scan), on a random store as writes go on; returns the most frame
+    prefixes that kept a large call's candidates at once (`JoinedCalls.framed`)."""
+    reachable_size = tuning.reachable_uris
     clock = FakeClock()
     with open_store(tmp_path_factory.mktemp("hot") / "s", clock) as c:
         uris: list[str] = []
@@ -222,14 +219,14 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
                 query = _query(rng)
                 _weigh(engine, rng)
                 engine.hot, engine.heads, engine.newest, engine.joins = cache, heads, newest, joins
-                _fast_paths(True, first_ranked, sort_dedup_rows, gather_share, bounded_from)
+                _fast_paths(engine, True, tuning, gather_share)
                 cached = c.context(**query)
                 if round_ == 1:  # the same call again: it takes what the first one kept
                     again = c.context(**query)
                     assert _everything(again) == _everything(cached), query
-                newest_kept, joins_kept, frames_kept = max(newest_kept, len(newest)), max(joins_kept, len(joins)), max(frames_kept, _frames_with_joins(cache))
+                newest_kept, joins_kept, frames_kept = max(newest_kept, len(newest)), max(joins_kept, len(joins)), max(frames_kept, joins.framed_count())
                 engine.hot = engine.heads = engine.newest = engine.joins = None
-                _fast_paths(False)
+                _fast_paths(engine, False, tuning)
                 scanned = c.context(**query)
                 assert _everything(cached) == _everything(scanned), query
                 survivors, reachable, total = _design_trim(scanned, reachable_size)
@@ -247,16 +244,11 @@ def _check_against_full_scan(tmp_path_factory, rng: random.Random, first_ranked:
             vars(engine).pop("weights", None)
             _write_some(c, clock, rng, rng.randint(1, 30), uris)  # the caches follow these writes
         assert len(cache) > 0 and len(heads) > 0 and newest_kept > 0
-        # Calls keep what they joined in the handle's pool below `JOINED_BELOW_ROWS`
-        # candidates (every call on these small stores, at the default), or with their
+        # Calls keep what they joined in the handle's pool below `joined_below_rows`
+        # candidates (every call on these small stores, at the default), or under their
         # frame where one frame holds most of their rows (a store may have none such).
-        assert joins_kept + frames_kept > 0 or hot_module.JOINED_BELOW_ROWS != _JOINED_BELOW_ROWS
+        assert joins_kept + frames_kept > 0 or tuning.joined_below_rows != _JOINED_BELOW_ROWS
         return frames_kept
-
-
-def _frames_with_joins(cache: HotFrames) -> int:
-    """Cached frames keeping what a large call made of its blocks (`HotFrames.keep_joined`)."""
-    return sum(1 for pool in (cache._large, cache._small) for prefix in pool if pool.get(prefix, touch=False).joined is not None)
 
 
 def _weigh(engine, rng: random.Random) -> None:
@@ -537,14 +529,14 @@ def test_a_bundle_stays_as_returned_when_a_later_write_rewrites_the_cached_rows(
     are lazy at any size here, as a hot frame's are."""
     clock = FakeClock()
     ask = {"verb": "acquire", "objects": {"service": "gpu"}, "now": NOW, "form": "medium"}
-    monkeypatch.setattr(entry_module, "_RUNS_FROM", 0)
-    if bounded:  # the frame's rows ranked by `_Bounded`, whose bundle scores every row when first asked
-        monkeypatch.setattr(context_module, "_BOUNDED_FROM", 1)
-        monkeypatch.setattr(context_module, "_worth_bounding", lambda part, now, weights: True)
-        monkeypatch.setattr(context_module, "_Bounded", _CountedBounded)
+    monkeypatch.setattr(columns_module, "_RUNS_FROM", 0)
+    tuning = Tuning()
+    if bounded:  # the frame's rows ranked by `BoundedRanker`, whose bundle scores every row when first asked
+        tuning = Tuning(bounded_from=1, always_bound=True)
+        monkeypatch.setattr(call_module, "BoundedRanker", _CountedBounded)
         monkeypatch.setattr(_CountedBounded, "calls", 0)
         ask["budget_tokens"] = 12  # two or three of the five survive
-    with open_store(tmp_path / "s", clock) as c:
+    with open_store(tmp_path / "s", clock, tuning=tuning) as c:
         uris = c.write_many([cortex.Write(Fact(statement=f"fact {i}", subject="s", predicate="p"), frames=(Frame("acquire", "service", "gpu"),),
                                           importance=5) for i in range(5)])
         c.write(Fact(statement="newer", subject="s", predicate="p"), frames=[Frame("acquire", "service", "gpu")], supersedes=[uris[0]])
@@ -641,7 +633,7 @@ def test_verify_compares_the_cache_with_the_stored_entries(tmp_path):
 @given(scores=st.lists(st.sampled_from([0.1, 0.25, 0.5, 0.5000000000000001, 0.7, 0.9]) | st.floats(0, 1), min_size=1, max_size=3000),
        m=st.integers(1, 400), seed=st.integers(0, 2**32 - 1))
 def test_the_partial_ranking_is_the_head_of_the_full_ranking(scores, m, seed):
-    """`_top` (a sampled cutoff, checked, else a partition) gives exactly the first `m`
+    """`rank.top` (a sampled cutoff, checked, else a partition) gives exactly the first `m`
     rows of the full (score, id) ranking, ties included, whatever the scores."""
     import numpy as np
 
@@ -649,9 +641,9 @@ def test_the_partial_ranking_is_the_head_of_the_full_ranking(scores, m, seed):
     s = np.array(scores, dtype=np.float64)
     hi = rng.integers(0, 4, len(s)).astype(np.uint64)  # few distinct: ties on hi too
     lo = rng.permutation(len(s)).astype(np.uint64)
-    full = context_module._ranking(s, hi, lo)
-    ids = entry_module.Columns({"id_hi": hi, "id_lo": lo})
-    assert context_module._top(s, ids, m).tolist() == full[:m].tolist()
+    full = rank_module.ranking(s, hi, lo)
+    ids = columns_module.Columns({"id_hi": hi, "id_lo": lo})
+    assert rank_module.top(s, ids, m).tolist() == full[:m].tolist()
 
 
 @settings(max_examples=50, deadline=None)
@@ -731,18 +723,18 @@ def test_joined_and_taken_columns_hold_the_rows_numpy_would(sizes, seed, drop, r
     rows on), and a small take of a join gathers from its parts (under one row in
     `_GATHER_SHARE`): every column, length, slice and further take must equal plain
     numpy on the concatenated arrays, whichever column was read first."""
-    saved = entry_module._RUNS_FROM, entry_module._GATHER_SHARE, entry_module._SMALL_PART
-    entry_module._RUNS_FROM, entry_module._GATHER_SHARE, entry_module._SMALL_PART = runs_from, gather_share, small_part or 0
+    saved = columns_module._RUNS_FROM, columns_module._GATHER_SHARE, columns_module._SMALL_PART
+    columns_module._RUNS_FROM, columns_module._GATHER_SHARE, columns_module._SMALL_PART = runs_from, gather_share, small_part or 0
     try:
         _check_joined_and_taken(sizes, seed, drop, read_first, small_joined=small_part is not None)
     finally:
-        entry_module._RUNS_FROM, entry_module._GATHER_SHARE, entry_module._SMALL_PART = saved
+        columns_module._RUNS_FROM, columns_module._GATHER_SHARE, columns_module._SMALL_PART = saved
 
 
 def _check_joined_and_taken(sizes: list[int], seed: int, drop: str, read_first: bool, small_joined: bool = False) -> None:
     import numpy as np
 
-    from cortex.index.entry import Columns
+    from cortex.columns import Columns
 
     rng = np.random.default_rng(seed)
     arrays = [{"id_hi": rng.integers(0, 2**63, n, dtype=np.uint64), "importance": rng.integers(0, 11, n).astype(np.uint8)} for n in sizes]
@@ -756,9 +748,9 @@ def _check_joined_and_taken(sizes: list[int], seed: int, drop: str, read_first: 
     # would reach `_RUNS_FROM` rows. Without: the parts as they were.
     lengths = [len(part) for part in joined.parts()]
     if small_joined:
-        assert all(a >= entry_module._SMALL_PART or b >= entry_module._SMALL_PART or a + b >= entry_module._RUNS_FROM
+        assert all(a >= columns_module._SMALL_PART or b >= columns_module._SMALL_PART or a + b >= columns_module._RUNS_FROM
                    for a, b in zip(lengths, lengths[1:]))
-    elif len(joined) >= entry_module._RUNS_FROM:
+    elif len(joined) >= columns_module._RUNS_FROM:
         assert lengths == [len(part) for part in parts]
     plain = {name: np.concatenate([a[name] for a in arrays]) for name in ("id_hi", "importance")}
     n = len(plain["id_hi"])
@@ -781,7 +773,7 @@ def _check_joined_and_taken(sizes: list[int], seed: int, drop: str, read_first: 
     if len(taken):
         some = rng.integers(0, len(taken), 5)
         assert taken.take(some)["id_hi"].tolist() == plain["id_hi"][mask][some].tolist()
-    kept = entry_module.Rows.of(mask)
+    kept = columns_module.Rows.of(mask)
     assert kept.apply(plain["importance"]).tolist() == plain["importance"][mask].tolist()
     assert joined.take(kept)["importance"].tolist() == plain["importance"][mask].tolist()
     at = 0
@@ -798,11 +790,11 @@ def test_the_facts_of_columns_are_those_of_their_rows_joined_or_not(sizes, seed)
     and of a lazy join of sets equal what the rows show, read plainly."""
     import numpy as np
 
-    from cortex.index.entry import NO_EXPIRY, Columns
+    from cortex.columns import NO_EXPIRY, Columns
     from cortex.records import TYPE_CODE_MAX, TYPE_CODE_MIN
 
     rng = np.random.default_rng(seed)
-    saved, entry_module._RUNS_FROM = entry_module._RUNS_FROM, 0  # every concat joins lazily
+    saved, columns_module._RUNS_FROM = columns_module._RUNS_FROM, 0  # every concat joins lazily
     try:
         arrays = [{
             "id_hi": np.arange(n, dtype=np.uint64),
@@ -824,7 +816,7 @@ def test_the_facts_of_columns_are_those_of_their_rows_joined_or_not(sizes, seed)
             assert facts.flags == int(np.bitwise_or.reduce(plain["flags"], initial=0))
             assert cols.facts() is facts  # computed once
     finally:
-        entry_module._RUNS_FROM = saved
+        columns_module._RUNS_FROM = saved
 
 
 def test_the_partial_ranking_checks_its_sampled_cutoff():
@@ -837,8 +829,8 @@ def test_the_partial_ranking_checks_its_sampled_cutoff():
         s = np.zeros(n)
         s[::step] = np.linspace(0.5, 1.0, len(s[::step]))
         hi, lo = np.zeros(n, dtype=np.uint64), np.arange(n, dtype=np.uint64)
-        ids = entry_module.Columns({"id_hi": hi, "id_lo": lo})
-        assert context_module._top(s, ids, m).tolist() == context_module._ranking(s, hi, lo)[:m].tolist()
+        ids = columns_module.Columns({"id_hi": hi, "id_lo": lo})
+        assert rank_module.top(s, ids, m).tolist() == rank_module.ranking(s, hi, lo)[:m].tolist()
 
 
 @settings(max_examples=150, deadline=None)
@@ -850,7 +842,7 @@ def test_the_partial_ranking_checks_its_sampled_cutoff():
 def test_a_group_bound_is_at_least_every_score_in_its_group(rows, raw_weights):
     """`upper_bounds` at a part's greatest last use, access and citation counts is at
     least the live score of each of its rows at the row's importance (stamps after
-    the call's time included), whatever the weights: what lets `_Bounded` leave a
+    the call's time included), whatever the weights: what lets `BoundedRanker` leave a
     group unscored."""
     import numpy as np
 
@@ -874,13 +866,13 @@ def test_a_group_bound_is_at_least_every_score_in_its_group(rows, raw_weights):
     raw_weights=st.tuples(*[st.sampled_from([0.0, 1.0]) | st.floats(0.01, 1.0)] * 4).filter(lambda w: sum(w) > 0),
 )
 def test_no_plain_row_scores_above_raised_of_an_earlier_one(ages, importance, raw_weights):
-    """The rows of a group with no access and no citation (`context._Group.plain`),
+    """The rows of a group with no access and no citation (`bounded.Group.plain`),
     latest last use first: no row scores above `raised` of any earlier row's score
     (stamps after the call's time included), whatever the weights. What lets
-    `_Bounded` leave the rest of a group unscored after any of its rows."""
+    `BoundedRanker` leave the rest of a group unscored after any of its rows."""
     import numpy as np
 
-    from cortex.index.entry import Columns
+    from cortex.columns import Columns
     from cortex.salience import score
 
     now = 1_700_000_000_000_000
@@ -891,7 +883,7 @@ def test_no_plain_row_scores_above_raised_of_an_earlier_one(ages, importance, ra
         "id_hi": np.arange(n, dtype=np.uint64), "id_lo": np.zeros(n, dtype=np.uint64),
     })
     weights = score.Weights(*(w / sum(raw_weights) for w in raw_weights))
-    plain = context_module._Group.of(part, importance).plain
+    plain = bounded_module.Group.of(part, importance).plain
     assert len(plain.rows) == n and (np.diff(plain.last_used.astype(np.int64)) <= 0).all()
     values = plain.scores(0, n, now, weights)
     assert (values == score.live_scores(part["last_used"], part["access"], part["citations"], part["importance"],
@@ -916,14 +908,14 @@ def test_no_plain_row_scores_above_raised_of_an_earlier_one(ages, importance, ra
     asked=st.lists(st.integers(1, 7000), min_size=1, max_size=4),
 )
 def test_the_bounded_ranking_is_the_head_of_the_ranking_of_every_score(seed, sizes, stamps, counted_share, going_share, raw_weights, asked):
-    """`_Bounded.top(m)` for growing `m` (as the trim asks) gives the `m` best rows by
+    """`BoundedRanker.top(m)` for growing `m` (as the trim asks) gives the `m` best rows by
     (score, id) of every row scored, with their scores, on candidates of a small part
     scored whole (some of it pinned) and one or two large parts scored group by group
     and row by row: last uses with many ties or few, some rows or all with an access
     or a citation, rows dropped, weights that leave importance, recency or both out."""
     import numpy as np
 
-    from cortex.index.entry import Columns
+    from cortex.columns import Columns
 
     rng = np.random.default_rng(seed)
     now, day = 1_700_000_000_000_000, 86_400_000_000
@@ -939,9 +931,9 @@ def test_the_bounded_ranking_is_the_head_of_the_ranking_of_every_score(seed, siz
             "id_hi": rng.integers(0, 4, n).astype(np.uint64), "id_lo": np.array([next(ids) for _ in range(n)], dtype=np.uint64),
         })
 
-    saved = entry_module._RUNS_FROM, context_module._worth_bounding
-    entry_module._RUNS_FROM = 0  # the join keeps its parts
-    context_module._worth_bounding = lambda part, now, weights: True
+    saved = columns_module._RUNS_FROM
+    columns_module._RUNS_FROM = 0  # the join keeps its parts
+    always = Tuning(always_bound=True)
     try:
         cols = Columns.concat([part(n) for n in sizes])
         parts = cols.parts()
@@ -949,22 +941,21 @@ def test_the_bounded_ranking_is_the_head_of_the_ranking_of_every_score(seed, siz
         pinned = np.zeros(len(cols), dtype=bool)
         pinned[: sizes[0]] = rng.random(sizes[0]) < 0.5
         going = np.flatnonzero(rng.random(len(cols)) < going_share)
-        going = going if len(going) else None
         starts = np.cumsum([0, *sizes[:-1]])
-        bounded = [(int(start), p, context_module._part_groups(p, now, weights)) for start, p in zip(starts[1:], parts[1:]) if len(p)]
-        every = context_module._ranked_scores(cols, pinned, now, weights, going)
-        ranking = context_module._Bounded(cols, pinned, bounded, now, weights, going)
-        count = len(cols) - (0 if going is None else len(going))  # the trim asks for no more
+        bounded = [(int(start), p, bounded_module.part_groups(p, now, weights, always)) for start, p in zip(starts[1:], parts[1:]) if len(p)]
+        every = rank_module.ranked_scores(cols, pinned, now, weights, going)
+        ranking = bounded_module.BoundedRanker(cols, pinned, bounded, now, weights, going)
+        count = len(cols) - len(going)  # the trim asks for no more
         for m in sorted(min(m, count) for m in asked if count):
             top = ranking.top(m)
-            assert top.tolist() == context_module._top(every, cols, m).tolist()
-            assert (ranking.scores[top] == every[top]).all()
+            assert top.tolist() == rank_module.top(every, cols, m).tolist()
+            assert (ranking.scores()[top] == every[top]).all()
     finally:
-        entry_module._RUNS_FROM, context_module._worth_bounding = saved
+        columns_module._RUNS_FROM = saved
 
 
 def test_groups_are_bounded_only_where_opening_them_costs_less_than_scoring_every_row():
-    """`_worth_bounding` on a 60,000-row part, importances 0-10 in equal shares and
+    """`bounded.worth_bounding` on a 60,000-row part, importances 0-10 in equal shares and
     last uses over a year: yes under weights like those the harness's stores learn
     (importance 0.65: one group to open) and under DESIGN's default weights (a few),
     no with no weight on importance, where the groups' bounds all lie above what the
@@ -972,7 +963,7 @@ def test_groups_are_bounded_only_where_opening_them_costs_less_than_scoring_ever
     not on the first call on columns that writes made anew."""
     import numpy as np
 
-    from cortex.index.entry import Columns
+    from cortex.columns import Columns
     from cortex.salience.score import DEFAULT_WEIGHTS
 
     rng = np.random.default_rng(7)
@@ -984,24 +975,24 @@ def test_groups_are_bounded_only_where_opening_them_costs_less_than_scoring_ever
         "id_hi": np.arange(n, dtype=np.uint64), "id_lo": np.zeros(n, dtype=np.uint64),
     })
     def worth(weights: Weights) -> bool:
-        return context_module._worth_bounding(part, now, weights)
+        return bounded_module.worth_bounding(part, now, weights, Tuning())
 
     assert worth(Weights(0.35, 0.0, 0.0, 0.65))
     assert worth(DEFAULT_WEIGHTS)
     assert not worth(Weights(0.5, 0.25, 0.25, 0.0))
-    assert not context_module._worth_bounding(part.slice(0, n // 3), now, DEFAULT_WEIGHTS)
+    assert not bounded_module.worth_bounding(part.slice(0, n // 3), now, DEFAULT_WEIGHTS, Tuning())
     # Columns that writes made anew (a writer's cached frame after a write): the first
     # call scores every row and computes nothing; the next one decides, and its groups
     # serve later calls with the same weights, not earlier ones or other weights.
     learned = Weights(0.35, 0.0, 0.0, 0.65)
     fresh = Columns(part.data)
-    fresh.derived(hot_module.REFRESHED, lambda _: True)
-    assert context_module._part_groups(fresh, now, learned) is None and not fresh.known("maxima")
-    groups = context_module._part_groups(fresh, now, learned)
+    fresh.state().refreshed = True
+    assert bounded_module.part_groups(fresh, now, learned, Tuning()) is None and not fresh.known("maxima")
+    groups = bounded_module.part_groups(fresh, now, learned, Tuning())
     assert groups is not None and [importance for _, importance in groups[:3]] == [10, 9, 8]
-    assert context_module._part_groups(fresh, now + 3_600_000_000, learned) is groups
-    assert context_module._part_groups(fresh, now - 1, learned) is not groups
-    assert context_module._part_groups(fresh, now, Weights(0.5, 0.25, 0.25, 0.0)) is None
+    assert bounded_module.part_groups(fresh, now + 3_600_000_000, learned, Tuning()) is groups
+    assert bounded_module.part_groups(fresh, now - 1, learned, Tuning()) is not groups
+    assert bounded_module.part_groups(fresh, now, Weights(0.5, 0.25, 0.25, 0.0), Tuning()) is None
 
 
 @settings(max_examples=200, deadline=None)
@@ -1019,20 +1010,20 @@ def test_locate_finds_each_id_in_a_block_ordered_by_id(ref, asked, picked, one_b
     where = {pair: row for row, pair in enumerate(ordered)}
     queries = asked + [ordered[i] for i in picked if i < len(ordered)]
     column = lambda pairs, i: np.array([pair[i] for pair in pairs], dtype=np.uint64)  # noqa: E731
-    saved, hot_module._SEARCHED_ONE_BY_ONE = hot_module._SEARCHED_ONE_BY_ONE, one_by_one
+    saved, columns_module._SEARCHED_ONE_BY_ONE = columns_module._SEARCHED_ONE_BY_ONE, one_by_one
     try:
-        rows = hot_module.locate(column(queries, 0), column(queries, 1), column(ordered, 0), column(ordered, 1))
+        rows = columns_module.locate(column(queries, 0), column(queries, 1), column(ordered, 0), column(ordered, 1))
     finally:
-        hot_module._SEARCHED_ONE_BY_ONE = saved
+        columns_module._SEARCHED_ONE_BY_ONE = saved
     assert rows.tolist() == [where.get(pair, -1) for pair in queries]
 
 
 def test_a_hot_call_keeps_its_candidates_with_its_frame(tmp_path):
-    """A call of `JOINED_BELOW_ROWS` candidates or more keeps what it made of its blocks
-    with its frame's cached columns (not in `JoinedCalls`): the next call on the same
-    blocks takes it from there and answers the same, a write elsewhere leaves it, a
-    call on other blocks with the same frame replaces it, and a write to the frame
-    gives new columns, which start with none."""
+    """A call of `Tuning.joined_below_rows` candidates or more keeps what it made of
+    its blocks under its frame prefix in `JoinedCalls` (not in the pool of small
+    calls): the next call on the same blocks takes it from there and answers the
+    same, a write elsewhere leaves it, a call on other blocks with the same frame
+    replaces it, and a write to the frame drops it (its columns are new)."""
     clock = FakeClock()
     with open_store(tmp_path / "s", clock) as c:
         c.write_many(_facts(20) + _facts(5000, ref="big", start=20))
@@ -1041,8 +1032,8 @@ def test_a_hot_call_keeps_its_candidates_with_its_frame(tmp_path):
         prefix = frame_module.prefix(Verb.ACQUIRE, ObjKind.SERVICE, "big")
 
         def kept_with_frame():
-            cached = engine.hot._find(prefix, touch=False)[1]
-            return cached.cols, (None if cached.joined is None else cached.joined[1])
+            framed = engine.joins.framed(prefix)
+            return engine.hot._find(prefix, touch=False)[1].cols, (None if framed is None else framed[1])
 
         first = c.context(**big)
         cols, kept = kept_with_frame()
@@ -1054,6 +1045,7 @@ def test_a_hot_call_keeps_its_candidates_with_its_frame(tmp_path):
         frame_only = c.context(**{**big, "include_tiers": ["frame_relevant"]})  # other blocks, the same frame
         assert frame_only.candidates == 5000 and kept_with_frame()[0] is cols and kept_with_frame()[1] is not kept
         c.write(Fact(statement="newest", subject="s", predicate="p"), frames=[Frame("acquire", "service", "big")])
+        assert engine.joins.framed(prefix) is None
         after = c.context(**big)
         new_cols, new_kept = kept_with_frame()
         assert after.candidates == 5001 and new_cols is not cols and new_kept is not None and new_kept.cols is not kept.cols
@@ -1082,10 +1074,10 @@ def test_a_call_on_the_same_blocks_takes_its_candidates_from_the_handle(tmp_path
         after = c.context(**ask)
         assert after.candidates == 21 and new.rsplit("/", 1)[1].split("#")[0] in after.scores
         assert len(engine.joins) == 2  # the old call's entry stands until the budget drops it
-        engine.joins = hot_module.JoinedCalls(max_bytes=1)
+        engine.joins = JoinedCalls(max_bytes=1)
         c.context(**ask)
         assert len(engine.joins) == 0  # a call larger than the budget is not kept
-        engine.joins = hot_module.JoinedCalls(max_bytes=21 * context_module._ROW_BYTES + 10)
+        engine.joins = JoinedCalls(max_bytes=21 * Tuning().row_bytes + 10)
         c.context(**ask)
         c.context(**{**ask, "budget_tokens": 100})  # the same blocks: the same entry
         [key] = list(engine.joins._calls)

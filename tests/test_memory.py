@@ -10,7 +10,7 @@ import pytest
 import cortex
 from cortex import Constraint, Fact, Frame, Goal
 from cortex.forms import render_full
-from cortex.memory import CurrentHeads, ViewCache
+from cortex.cache import CurrentHeads, ViewCache
 from cortex.records import HEAD_PREFIX, head_key
 
 

@@ -1,5 +1,5 @@
 """The outcomes tier's cache of the newest entries under each (verb, object)
-(`cortex.index.newest`): a call reads from storage only what no earlier call on the
+(`cortex.cache.newest`): a call reads from storage only what no earlier call on the
 same view read, the writer's own writes and a follower's catch-ups keep it exact,
 and `verify()` names a cache that differs from what is stored. (The random stores of
 `test_hot_frames.py` compare whole bundles with and without it.)"""
@@ -11,7 +11,7 @@ from datetime import timedelta
 import cortex
 from cortex import Event, Frame
 from cortex.index import actor_obj
-from cortex.index.newest import NewestEvents
+from cortex.cache import NewestEvents
 from cortex.model import Verb
 
 from conftest import START, FakeClock, open_store
@@ -105,10 +105,10 @@ def test_verify_names_newest_entries_that_differ_from_the_stored_ones(tmp_path):
         items, complete = newest.cached(PREFIX)
         shown = "idx/actor_obj/" + PREFIX[len(b"idx/actor_obj/"):].hex()
         line = f"{shown}: this handle's newest entries under it differ from the stored entries"
-        newest.clear()
+        newest.drop()
         newest._keep(PREFIX, list(reversed(items)), complete)  # what a cache that missed a write would hold
         assert c.verify() == [line]
-        newest.clear()
+        newest.drop()
         _outcomes(c, 1)
         newest._kept.get(PREFIX).complete = True  # "all of them", with a third still stored
         assert c.verify() == [line]

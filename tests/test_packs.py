@@ -24,8 +24,9 @@ import cortex
 from cortex import Fact, Frame, Write, upkeep
 from cortex.errors import CorruptRecord
 from cortex.index import frame, packs
-from cortex.index.entry import Columns
-from cortex.index.hot import FIELDS, HotFrames, same
+from cortex.columns import Columns
+from cortex.cache import HotFrames
+from cortex.columns import FIELDS, same
 from cortex.ids import parse_uri
 
 from conftest import FakeClock, open_store

@@ -64,7 +64,7 @@ def test_the_readme_script_type_checks_strictly_and_infers_the_public_types(tmp_
                 for line in lines if "Revealed type is" in line]
     assert revealed == [
         "str",
-        "cortex.context.Bundle",
+        "cortex.context.bundle.Bundle",
         "list[cortex.memory.Memory]",
         "list[cortex.memory.Memory]",
         "cortex.salience.score.Score",

@@ -23,7 +23,7 @@ tombstoned and expired candidates dropped; the pinned floor for members of an in
 pinned tier; global trim of the lowest (score, id) while over budget, keeping one;
 dropped memories as `reachable_uris` (at most 64) best first; Pinned and
 FrameRelevant ordered by score desc then id asc, Outcomes by created desc, score desc,
-id asc. Options are normalised by cortex's own `_plan` (so 0 -> default budget, the
+id asc. Options are normalised by cortex's own `cortex.context.plan.plan` (so 0 -> default budget, the
 4000 cap, tier names, validation are identical). Survivors come back as `Memory`
 objects with their rendered text, as in a `Bundle`; `scores` / `tokens` cover every
 scored candidate (lazy, keyed by id text, as in cortex).
@@ -52,7 +52,10 @@ from typing import Any
 
 import numpy as np
 
-from cortex.context import MAX_REACHABLE_URIS, Bundle, ContextOpts, _LazyIdMap, _plan, _Plan
+from cortex.context import MAX_REACHABLE_URIS, Bundle, ContextOpts
+from cortex.context.bundle import IdMap
+from cortex.context.plan import Plan
+from cortex.context.plan import plan as plan_options
 from cortex.forms import render_full
 from cortex.ids import encode_id
 from cortex.index import actor_obj, by_type, frame
@@ -110,8 +113,8 @@ def answer(result: Any) -> dict[str, Any]:
     }
 
 
-def _plan_of(query: Mapping[str, Any]) -> _Plan:
-    return _plan(ContextOpts(**query), lambda: datetime.now(timezone.utc))
+def _plan_of(query: Mapping[str, Any]) -> Plan:
+    return plan_options(ContextOpts(**query), lambda: datetime.now(timezone.utc))
 
 
 @dataclass(slots=True)
@@ -171,7 +174,7 @@ def original_context(c: Any, **query: Any) -> Bundle:
     return bundle
 
 
-def _original_locked(c: Any, plan: _Plan) -> Bundle:
+def _original_locked(c: Any, plan: Plan) -> Bundle:
     kv = c._engine.storage
     weights = c._engine.weights()
     now_dt = from_micros(plan.now)
@@ -256,8 +259,8 @@ def _original_locked(c: Any, plan: _Plan) -> Bundle:
     return Result(
         pinned=out[PINNED], outcomes=out[OUTCOMES], frame_relevant=out[FRAME_RELEVANT],
         rendered=rendered,
-        scores=_LazyIdMap(len(cands), lambda: raw_ids, lambda: [x.score for x in cands]),
-        tokens=_LazyIdMap(len(cands), lambda: raw_ids, lambda: [x.tokens for x in cands]),
+        scores=IdMap(len(cands), lambda: raw_ids, lambda: [x.score for x in cands]),
+        tokens=IdMap(len(cands), lambda: raw_ids, lambda: [x.tokens for x in cands]),
         reachable_uris=reachable, total_tokens=total, trimmed=dropped, candidates=len(cands), form=plan.form,
     )
 

@@ -1,28 +1,25 @@
-"""Scanning index entries in bulk: decoded columns, soundness checks, damage reports.
+"""Index entries in bulk: the fixed-width value every index entry holds, soundness
+checks and damage reports.
 
 Every index entry holds the same fixed-width value (laid out in `cortex.records`),
-so a scan is decoded with one `numpy.frombuffer` and scored without reading any
-memory. Invariant: an entry's value is rewritten in the same batch as any change to
-the fields it carries (`cortex.index.entries`).
+so a scan is decoded with one `numpy.frombuffer` (into `cortex.columns.Columns`
+where a call works on it) and scored without reading any memory. Invariant: an
+entry's value is rewritten in the same batch as any change to the fields it
+carries (`cortex.index.entries`).
 """
 
 from __future__ import annotations
 
-import functools
-import operator
-from collections.abc import Callable, Hashable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..columns import DTYPE, id_keys, ids_of, last_id, start_after, unsound
 from ..errors import CorruptRecord
 from ..records import (
     FLAG_PINNED,
     FLAG_TOMBSTONED,
-    INDEX_DTYPE,
-    TYPE_CODE_MAX,
-    TYPE_CODE_MIN,
     TOKEN_FIELDS,
     created_bytes,
     decode_index_values,
@@ -36,16 +33,13 @@ if TYPE_CHECKING:
     from ..storage import Storage
 
 __all__ = [
-    "FLAG_PINNED", "FLAG_TOMBSTONED", "DTYPE", "TOKEN_FIELDS", "Columns", "Facts", "Rows", "created_bytes", "decode_many", "encode",
-    "expires_of", "first_bad", "id_keys", "ids_of", "is_sound", "scan_rows", "unsound", "version_of",
+    "FLAG_PINNED", "FLAG_TOMBSTONED", "DTYPE", "TOKEN_FIELDS", "created_bytes", "decode_many", "encode",
+    "expires_of", "first_bad", "id_keys", "ids_of", "is_sound", "last_id", "scan_rows", "start_after", "unsound", "version_of",
 ]
 
-DTYPE = INDEX_DTYPE
 encode = encode_index_value
 decode_many = decode_index_values
 is_sound = index_value_sound
-
-TYPE_MIN, TYPE_MAX = TYPE_CODE_MIN, TYPE_CODE_MAX
 
 
 def first_bad(kv: Storage, prefixes: list[bytes], detail: str, otherwise: bytes | None = None) -> CorruptRecord:
@@ -59,11 +53,6 @@ def first_bad(kv: Storage, prefixes: list[bytes], detail: str, otherwise: bytes 
     return CorruptRecord(otherwise or (prefixes[0] if prefixes else b"idx/"), detail)
 
 
-def unsound(rows: np.ndarray | Columns) -> bool:
-    """Whether any decoded row has an unknown type or no version (bulk check)."""
-    return bool(len(rows["type"])) and bool(((rows["type"] < TYPE_MIN) | (rows["type"] > TYPE_MAX) | (rows["version"] == 0)).any())
-
-
 def scan_rows(kv: Storage, prefix: bytes, key_of: Callable[[bytes], bytes] | None) -> np.ndarray:
     """Every value under `prefix`, decoded and checked; `CorruptRecord` names a bad one."""
     try:
@@ -73,383 +62,3 @@ def scan_rows(kv: Storage, prefix: bytes, key_of: Callable[[bytes], bytes] | Non
     if unsound(rows):
         raise first_bad(kv, [prefix], "type or version out of range")
     return rows
-
-
-def id_keys(id_hi: np.ndarray, id_lo: np.ndarray) -> np.ndarray:
-    """Ids of decoded index rows as 16-byte strings (sortable, comparable: NumPy
-    orders `S16` values bytewise, which for big-endian (hi, lo) is id order)."""
-    pairs = np.empty((len(id_hi), 2), dtype=">u8")
-    pairs[:, 0] = id_hi
-    pairs[:, 1] = id_lo
-    return pairs.view("S16").ravel()
-
-
-def ids_of(rows: np.ndarray) -> list[bytes]:
-    """The 16-byte ids of decoded rows, in row order (whatever their byte order:
-    numpy operations such as concatenate may turn rows native-endian)."""
-    raw = id_keys(rows["id_hi"], rows["id_lo"]).tobytes()
-    return [raw[i : i + 16] for i in range(0, len(raw), 16)]
-
-
-def last_id(cols: Columns) -> bytes:
-    """The 16-byte id of the last row (`.tobytes()`, not `bytes()` of an `S16` item:
-    that drops trailing zero bytes)."""
-    return id_keys(cols["id_hi"][-1:], cols["id_lo"][-1:]).tobytes()
-
-
-def start_after(prefix: bytes, raw_id: bytes) -> bytes:
-    """Where a scan of `prefix` starts for the entries with ids after `raw_id`: a key
-    is the prefix and a 16-byte id, so `raw_id`'s key and one zero byte sorts after
-    that key and before the key of any later id."""
-    return prefix + raw_id + b"\x00"
-
-
-# A boolean take of at least `_RUNS_FROM` rows gathers by slices when its kept rows
-# form at most `_MAX_RUNS` runs; a concat of at least `_RUNS_FROM` rows joins lazily.
-# Below that, numpy's plain gather and concatenate cost less than the bookkeeping.
-_MAX_RUNS = 16
-_RUNS_FROM = 4096
-# A lazy concat asked to (`small_joined`) joins runs of parts of fewer than
-# `_SMALL_PART` rows at once.
-_SMALL_PART = 1024
-# A take of fewer than one row in `_GATHER_SHARE` of a lazy concat gathers its rows
-# from the parts (`_Joined.gather`); a larger one joins the column first.
-_GATHER_SHARE = 8
-
-
-def _runs(mask: np.ndarray) -> list[tuple[int, int]] | None:
-    """The runs of True in `mask` as (start, stop) pairs, or None when there are more
-    than `_MAX_RUNS` of them (or none at all)."""
-    if not len(mask):
-        return None
-    edges = np.flatnonzero(mask[1:] != mask[:-1]) + 1
-    if len(edges) > 2 * _MAX_RUNS:
-        return None
-    bounds = [0, *edges.tolist(), len(mask)]
-    runs = [(start, stop) for start, stop in zip(bounds, bounds[1:]) if mask[start]]
-    return runs if runs else None
-
-
-@dataclass(frozen=True, slots=True)
-class Rows:
-    """The rows a boolean mask keeps: their indexes, and the same rows as (start,
-    stop) runs when the mask is long and keeps them in a few runs (a hot frame less
-    the handful of rows an earlier tier holds). `Columns.take` keeps one, and
-    `apply` gathers a base column at its rows."""
-
-    picked: np.ndarray
-    runs: list[tuple[int, int]] | None
-
-    @staticmethod
-    def of(mask: np.ndarray) -> Rows:
-        return Rows(np.flatnonzero(mask), _runs(mask) if len(mask) >= _RUNS_FROM else None)
-
-    def apply(self, array: np.ndarray) -> np.ndarray:
-        """`array` (one value per row of the mask) at these rows, in new memory."""
-        if self.runs is None:
-            taken: np.ndarray = array[self.picked]
-            return taken
-        return np.concatenate([array[start:stop] for start, stop in self.runs])
-
-
-_T = TypeVar("_T")
-
-# `Facts.min_expires` when no row expires (an expiry is a u64 of microseconds).
-NO_EXPIRY = 1 << 64
-
-
-@dataclass(frozen=True, slots=True)
-class Facts:
-    """What `context()` checks of every row, gathered in one pass over each column.
-
-    A hot frame's cached columns are the same from call to call, so these are kept
-    with them (`Columns.facts`): a call then checks tens of thousands of rows by
-    reading four numbers."""
-
-    sound: bool  # no row has an unknown type or no version (the negation of `unsound`)
-    max_created: int  # the latest creation time of any row (0 for no rows)
-    min_expires: int  # the earliest nonzero expiry, or NO_EXPIRY: all rows live before it
-    flags: int  # every row's flags ORed together
-
-    @staticmethod
-    def of(cols: Columns) -> Facts:
-        if not len(cols):
-            return Facts(True, 0, NO_EXPIRY, 0)
-        # An expiry of 0 means none; minus one it wraps to the largest u64, so the
-        # least of (expires - 1) is one less than the earliest real expiry.
-        least = int((cols["expires"] - np.uint64(1)).min()) + 1
-        return Facts(not unsound(cols), int(cols["created"].max()), least, int(np.bitwise_or.reduce(cols["flags"])))
-
-    @staticmethod
-    def join(parts: list[Facts]) -> Facts:
-        return Facts(all(f.sound for f in parts), max(f.max_created for f in parts),
-                     min(f.min_expires for f in parts), functools.reduce(operator.or_, (f.flags for f in parts), 0))
-
-
-class Columns:
-    """Decoded index values as native-endian column arrays.
-
-    Filtering a 63-byte structured array copies every row (about 60 ns a row);
-    filtering columns copies only the fields in use, so the context() path decodes
-    once into columns and works on those. `take()` copies nothing at first: it keeps
-    the row indexes, and a column is gathered the first time it is read (a hot call
-    filters tens of thousands of rows, then reads a few columns of them).
-
-    A mask that keeps a few long runs of rows (a hot frame less the handful of
-    memories an earlier tier holds) is gathered as those runs, slice by slice: about
-    a sixth of the cost of gathering 60,000 rows by index.
-    """
-
-    __slots__ = ("_base", "_rows", "_runs", "_got", "_facts", "_totals", "_derived", "_ids", "_split")
-
-    def __init__(self, data: Mapping[str, np.ndarray], rows: np.ndarray | None = None,
-                 runs: list[tuple[int, int]] | None = None) -> None:
-        # A dict, or a `_Joined` of parts (told apart by `type(...) is`: `_Joined` is a
-        # Mapping, and an isinstance check against it costs ~0.5 µs).
-        self._base = data
-        self._rows = rows  # indexes into the base columns, or None for all of them
-        self._runs = runs  # the same rows as (start, stop) slices of the base, when few
-        self._got: Mapping[str, np.ndarray] = data if rows is None else {}
-        # Invariant: the arrays of a Columns are never changed (`cortex.index.hot.applied`
-        # changes copies and returns a new one), so the facts, totals, derived values
-        # and ids kept below stay true, and a lazy join reads its parts as they were.
-        self._facts: Facts | None = None
-        self._totals: dict[str, int] | None = None  # `total()` by column
-        self._derived: dict[Hashable, Any] | None = None  # `derived()` by key
-        self._ids: list[bytes] | None = None  # `ids()`, kept: every call reads the pinned tier's
-        self._split: list[tuple[int, np.ndarray, np.ndarray]] | None = None  # `_Joined.split` of the rows
-
-    @staticmethod
-    def decode(values: list[bytes], names: tuple[str, ...]) -> Columns:
-        return Columns.of_rows(decode_many(values), names)
-
-    @staticmethod
-    def of_rows(rows: np.ndarray, names: tuple[str, ...]) -> Columns:
-        """Decoded rows (`DTYPE`, any byte order) as native-endian columns."""
-        return Columns({name: rows[name].astype(rows.dtype[name].newbyteorder("=")) for name in names})
-
-    @property
-    def data(self) -> dict[str, np.ndarray]:
-        """Every column, gathered."""
-        return {name: self[name] for name in self._base}
-
-    def materialized(self) -> Columns:
-        """The same rows in plain arrays of their own (what a cache keeps: read without
-        a gather, and no take or join holding the arrays it was made from alive)."""
-        return self if self._rows is None and isinstance(self._base, dict) else Columns(self.data)
-
-    def __len__(self) -> int:
-        if self._rows is not None:
-            return len(self._rows)
-        return self._base.rows if type(self._base) is _Joined else len(self._base["id_hi"])
-
-    def facts(self) -> Facts:
-        """The `Facts` of these rows (computed once; a joined set's from its parts')."""
-        if self._facts is None:
-            parts = self.parts()
-            self._facts = Facts.of(self) if parts[0] is self else Facts.join([part.facts() for part in parts])
-        return self._facts
-
-    def total(self, name: str) -> int:
-        """The sum of column `name` over the rows (computed once; a joined set's from
-        its parts': a hot frame's token count is read, not summed, call after call)."""
-        if self._totals is None:
-            self._totals = {}
-        total = self._totals.get(name)
-        if total is None:
-            base = self._base
-            if self._rows is None and type(base) is _Joined:
-                total = sum(base.part_totals(name))
-            else:
-                total = int(self[name].sum(dtype=np.int64))
-            self._totals[name] = total
-        return total
-
-    def derived(self, key: Hashable, make: Callable[[Columns], _T]) -> _T:
-        """`make(self)`, computed once per `key` (`make` must depend on the rows alone):
-        what calls on a hot frame's cached columns keep of them besides `facts` and
-        `total`, such as `cortex.context`'s bounds."""
-        if self._derived is None:
-            self._derived = {}
-        if key not in self._derived:
-            self._derived[key] = make(self)
-        value: _T = self._derived[key]
-        return value
-
-    def known(self, key: Hashable) -> bool:
-        """Whether `derived(key, ...)` has been computed for these rows."""
-        return self._derived is not None and key in self._derived
-
-    def parts(self) -> list[Columns]:
-        """The sets of columns these rows are the concatenation of, in order: the parts
-        of a lazy concat (`concat`), or this set alone."""
-        if self._rows is None and type(self._base) is _Joined:
-            return list(self._base.parts)
-        return [self]
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        got = self._got.get(name)
-        if got is None:
-            rows = self._rows
-            if rows is None:  # every column is in `_got`: an unknown name raises KeyError
-                return self._base[name]
-            if self._runs is None and type(self._base) is _Joined and len(rows) * _GATHER_SHARE < self._base.rows:
-                if self._split is None:
-                    self._split = self._base.split(rows)
-                got = self._base.gather(name, self._split, len(rows))
-            elif self._runs is None:
-                got = self._base[name][rows]
-            elif type(self._base) is _Joined:
-                got = self._base.runs(name, self._runs)
-            else:
-                got = Rows(rows, self._runs).apply(self._base[name])
-            assert isinstance(self._got, dict)
-            self._got[name] = got
-        return got
-
-    @staticmethod
-    def concat(parts: list[Columns], small_joined: bool = False) -> Columns:
-        """The rows of every part, in order, in new arrays (never a part's own). From
-        `_RUNS_FROM` rows on, a column is joined when first read, and a take of the
-        result gathers its columns from the parts directly (`_Joined`). With
-        `small_joined`, consecutive parts of fewer than `_SMALL_PART` rows are joined
-        at once into one part: for a join that serves many calls (a hot call's pinned
-        and outcomes rows: one part to score and gather from, not two), not for one
-        call (the copy costs it more than the part it saves)."""
-        if sum(len(part) for part in parts) < _RUNS_FROM:
-            names = tuple(parts[0]._base)
-            return Columns({name: np.concatenate([part[name] for part in parts]) for name in names})
-        if not small_joined:
-            return Columns(_Joined(parts))
-        joined: list[Columns] = []
-        small: list[Columns] = []  # a run of small parts, fewer than `_RUNS_FROM` rows in all
-        for part in parts:
-            if small and (len(part) >= _SMALL_PART or sum(map(len, small)) + len(part) >= _RUNS_FROM):
-                joined.append(small[0] if len(small) == 1 else Columns.concat(small))
-                small = []
-            (small if len(part) < _SMALL_PART else joined).append(part)
-        if small:
-            joined.append(small[0] if len(small) == 1 else Columns.concat(small))
-        return Columns(_Joined(joined))
-
-    def slice(self, start: int, stop: int) -> Columns:
-        """Rows start..stop (views of the base columns when nothing was taken; a
-        part's own rows when they lie in one part of a concat)."""
-        if self._rows is None:
-            if type(self._base) is _Joined:
-                return self._base.slice(start, stop)
-            if start == 0 and stop >= len(self):
-                return self
-            return Columns({name: column[start:stop] for name, column in self._base.items()})
-        return Columns(self._base, self._rows[start:stop])
-
-    def take(self, selector: np.ndarray | Rows) -> Columns:
-        """The rows a boolean mask, an index array or a `Rows` selects."""
-        if not isinstance(selector, Rows):
-            selector = Rows.of(selector) if selector.dtype == bool else Rows(selector, None)
-        if self._rows is not None:
-            return Columns(self._base, self._rows[selector.picked])
-        return Columns(self._base, selector.picked, selector.runs)
-
-    def ids(self) -> list[bytes]:
-        """The 16-byte ids of the rows, in row order (computed once; do not change the list)."""
-        if self._ids is None:
-            self._ids = ids_of(self)  # type: ignore[arg-type]
-        return self._ids
-
-
-class _Joined(Mapping[str, np.ndarray]):
-    """The columns of several `Columns` one after another, each joined on first read.
-
-    A hot call joins a cached frame of tens of thousands of rows to a few rows of the
-    other tiers, then drops a handful of rows. Joining every column up front wrote
-    3.8 MB of new arrays per call (about 0.35 ms at 60,000 rows, mostly first touches
-    of fresh memory); joined lazily, the columns read only after the drop are
-    gathered once, straight from the parts, and the unread ones never.
-    """
-
-    def __init__(self, parts: list[Columns]) -> None:
-        self.parts = tuple(parts)
-        self._names = tuple(parts[0]._base)
-        self._starts = [0]
-        for part in parts:
-            self._starts.append(self._starts[-1] + len(part))
-        self.rows = self._starts[-1]
-        self._joined: dict[str, np.ndarray] = {}
-
-    def split(self, rows: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
-        """`rows` (indexes into the joined rows) by the part they lie in: (the part's
-        index, where its rows are in `rows`, their indexes in the part), for each part
-        that holds any. Worked out once per take, for all the columns it reads."""
-        which = np.searchsorted(np.array(self._starts[1:-1]), rows, side="right")
-        split = []
-        for index, first in enumerate(self._starts[:-1]):
-            where = np.flatnonzero(which == index)
-            if len(where):
-                split.append((index, where, rows[where] - first))
-        return split
-
-    def gather(self, name: str, split: list[tuple[int, np.ndarray, np.ndarray]], count: int) -> np.ndarray:
-        """Column `name` at the `count` rows `split` names (`split()`), without joining
-        it: a hot call reads a few hundred rows of a frame of tens of thousands."""
-        columns = [part[name] for part in self.parts]
-        kind = np.result_type(*columns)
-        if len(split) == 1:  # every row in one part, in order
-            index, _, local = split[0]
-            alone: np.ndarray = columns[index][local].astype(kind, copy=False)
-            return alone
-        got = np.empty(count, dtype=kind)
-        for index, where, local in split:
-            got[where] = columns[index][local]
-        return got
-
-    def part_totals(self, name: str) -> list[int]:
-        """Each part's `total(name)`. A part that has none yet gets it from its slice
-        of the joined column where the column is joined: that was just read whole,
-        while a part's own column may have gone from the CPU's caches (a hot frame's
-        token column, ~240 KB at 10M, sums in ~80 µs then, ~15 µs just after the
-        join). The slice holds the part's values, as no Columns' arrays change."""
-        joined = self._joined.get(name)
-        if joined is not None:
-            for part, start, stop in zip(self.parts, self._starts, self._starts[1:]):
-                if part._totals is None:
-                    part._totals = {}
-                if name not in part._totals:
-                    part._totals[name] = int(joined[start:stop].sum(dtype=np.int64))
-        return [part.total(name) for part in self.parts]
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        column = self._joined.get(name)
-        if column is None:
-            if name not in self._names:
-                raise KeyError(name)
-            column = self._joined[name] = np.concatenate([part[name] for part in self.parts])
-        return column
-
-    def get(self, name: str, default: np.ndarray | None = None) -> np.ndarray | None:  # type: ignore[override]
-        """The joined column (Mapping's own `get` goes through a raised KeyError)."""
-        return self[name] if name in self._names else default
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-    def runs(self, name: str, runs: list[tuple[int, int]]) -> np.ndarray:
-        """Rows (start, stop) of every run of column `name`, in one new array."""
-        joined = self._joined.get(name)
-        if joined is not None:
-            return np.concatenate([joined[start:stop] for start, stop in runs])
-        pieces = []
-        for start, stop in runs:
-            for part, first, end in zip(self.parts, self._starts, self._starts[1:]):
-                if first < stop and start < end:
-                    pieces.append(part[name][max(start, first) - first : min(stop, end) - first])
-        return np.concatenate(pieces)
-
-    def slice(self, start: int, stop: int) -> Columns:
-        for part, first, end in zip(self.parts, self._starts, self._starts[1:]):
-            if first <= start and stop <= end:
-                return part.slice(start - first, stop - first)
-        return Columns({name: self[name][start:stop] for name in self._names})

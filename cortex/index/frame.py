@@ -10,9 +10,12 @@ from collections.abc import Callable
 
 import xxhash
 
-from ..records import id_of
+from ..records import ID_SIZE, id_of
 
 PREFIX = b"idx/frame/"
+# A frame key is its prefix (namespace, verb, kind, 16-byte ref hash) and an id.
+PREFIX_SIZE = len(PREFIX) + 2 + 16
+KEY_SIZE = PREFIX_SIZE + ID_SIZE
 
 
 def ref_hash(ref: str) -> bytes:

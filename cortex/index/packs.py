@@ -47,8 +47,9 @@ import numpy as np
 from ..errors import CorruptRecord
 from ..records import ID_SIZE, INDEX_DTYPE, INDEX_VALUE_SIZE, index_value_sound
 from ..storage import Batch, Storage, scan_keys
-from . import frame, hot
-from .entry import Columns, last_id, scan_rows, start_after, unsound
+from ..columns import FIELDS, Columns, applied, last_id, same, start_after, unsound
+from . import frame
+from .entry import scan_rows
 
 PREFIX = b"idx/pack/"
 DIR_PREFIX = PREFIX + b"dir/"
@@ -60,7 +61,7 @@ MIN_ROWS = 4096
 # At most 4 MB a value; 60,000 rows (the hottest frame of a 10M store) fit in one.
 CHUNK_ROWS = 65536
 
-TAIL_SIZE = hot.PREFIX_SIZE - len(frame.PREFIX)
+TAIL_SIZE = frame.PREFIX_SIZE - len(frame.PREFIX)
 _DIR_VALUE_SIZE = ID_SIZE + 9
 # The layout of chunks below; a pack of another format reads as damage (run optimize()).
 FORMAT = 1
@@ -90,9 +91,9 @@ def dirty_key(tail: bytes, raw_id: bytes) -> bytes:
 # A chunk of n rows holds each field in turn, n little-endian values of the field's
 # type (63 bytes a row, as in an index value), the widest fields first: every column
 # then starts at a multiple of its item size, and numpy runs slower on unaligned arrays.
-_COLUMN_TYPES = tuple(sorted(((name, INDEX_DTYPE[name].newbyteorder("<")) for name in hot.FIELDS),
+_COLUMN_TYPES = tuple(sorted(((name, INDEX_DTYPE[name].newbyteorder("<")) for name in FIELDS),
                              key=lambda field: -field[1].itemsize))
-_NATIVE_TYPES = {name: INDEX_DTYPE[name].newbyteorder("=") for name in hot.FIELDS}
+_NATIVE_TYPES = {name: INDEX_DTYPE[name].newbyteorder("=") for name in FIELDS}
 
 
 def encode_chunk(cols: Columns) -> bytes:
@@ -154,10 +155,10 @@ class FramePacks:
         if not self._bounds:
             return puts
         marks: dict[bytes, bytes | None] = {}
-        start, stop = len(frame.PREFIX), hot.PREFIX_SIZE
+        start, stop = len(frame.PREFIX), frame.PREFIX_SIZE
         with self._lock:
             for key in puts:
-                if len(key) == hot.KEY_SIZE and key.startswith(frame.PREFIX):
+                if len(key) == frame.KEY_SIZE and key.startswith(frame.PREFIX):
                     bound = self._bounds.get(key[start:stop])
                     if bound is not None and key[stop:] <= bound:
                         marks[DIRTY_PREFIX + key[start:]] = b""
@@ -208,10 +209,10 @@ def read(storage: Storage, prefix: bytes) -> Columns:
     if marked:
         keys = [prefix + raw_id for raw_id in marked]
         current = storage.multi_get(keys)
-        cols = hot.applied(cols, {raw_id: _checked(key, value) for raw_id, key, value in zip(marked, keys, current)})
+        cols = applied(cols, {raw_id: _checked(key, value) for raw_id, key, value in zip(marked, keys, current)})
     newer = [value for key, value in storage.scan_items(prefix, start_after(prefix, bound)) if _checked(key, value)]
     if newer:
-        cols = Columns.concat([cols, Columns.decode(newer, hot.FIELDS)])
+        cols = Columns.concat([cols, Columns.decode(newer, FIELDS)])
     return cols
 
 
@@ -238,7 +239,7 @@ def large_prefixes(storage: Storage, min_rows: int) -> list[bytes]:
     found: list[bytes] = []
     current, count = b"", 0
     for key in scan_keys(storage, frame.PREFIX):
-        prefix = key[: hot.PREFIX_SIZE]
+        prefix = key[: frame.PREFIX_SIZE]
         if prefix != current:
             if count >= min_rows:
                 found.append(current)
@@ -267,7 +268,7 @@ def pack_batch(storage: Storage, prefix: bytes) -> dict[bytes, bytes | None]:
     rows = scan_rows(storage, prefix, frame.key_of(prefix))
     if not len(rows):
         return puts
-    cols = Columns.of_rows(rows, hot.FIELDS)
+    cols = Columns.of_rows(rows, FIELDS)
     chunks = [encode_chunk(cols.slice(i, i + CHUNK_ROWS)) for i in range(0, len(cols), CHUNK_ROWS)]
     for n, chunk in enumerate(chunks):
         puts[rows_key(tail, n)] = chunk
@@ -308,11 +309,11 @@ def check(storage: Storage) -> list[tuple[bytes, str]]:
             continue
         try:
             packed = read(storage, prefix)
-            stored = Columns.decode(storage.scan_values(prefix), hot.FIELDS)
+            stored = Columns.decode(storage.scan_values(prefix), FIELDS)
         except (CorruptRecord, ValueError) as exc:
             problems.append((dir_key(tail), getattr(exc, "detail", str(exc))))
             continue
-        if not hot.same(packed, stored):
+        if not same(packed, stored):
             problems.append((dir_key(tail), "the pack differs from the entries under its prefix"))
         extra = [key for key in scan_keys(storage, ROWS_PREFIX + tail) if int.from_bytes(key[-4:], "big") >= chunks[tail]]
         if extra:

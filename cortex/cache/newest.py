@@ -16,7 +16,7 @@ order, and `complete` is true only when they are all of its entries.
 * The writer keeps it by passing every batch it writes through `observe()`, which
   drops each prefix the batch puts or deletes a key under (`Engine.write` is the
   only way a batch reaches storage).
-* A follower's view moves only in `Engine.refresh()`, which clears the cache: a new
+* A follower's view moves only in `Engine.refresh()`, which drops the cache: a new
   Event may sort anywhere under its prefix, since the key orders by creation time.
 * Backends whose reads see other processes' commits without a refresh (PostgreSQL)
   get no cache: the engine does not make one for them.
@@ -35,7 +35,7 @@ from collections.abc import Generator, Mapping
 from itertools import islice
 
 from ..storage import Storage
-from . import actor_obj
+from ..index import actor_obj
 from .lru import SizedLru
 
 # An entry key is its prefix (namespace, verb, 16-byte ref hash), a creation time and an id.
@@ -111,9 +111,23 @@ class NewestEvents:
                 if key.startswith(actor_obj.PREFIX):
                     self._kept.pop(key[:PREFIX_SIZE])
 
-    def clear(self) -> None:
+    def drop(self) -> None:
         with self._lock:
             self._kept.clear()
+
+    def verify(self, storage: Storage) -> list[tuple[bytes, str]]:
+        """Each kept prefix whose entries are not the first of a backward scan of it
+        (or not all of them, when it says so)."""
+        problems = []
+        for prefix in self.prefixes():
+            cached = self.cached(prefix)
+            if cached is None:
+                continue
+            items, complete = cached
+            stored = list(islice(actor_obj.newest_first(storage, prefix), len(items) + 1))
+            if stored[: len(items)] != items or (complete and len(stored) > len(items)):
+                problems.append((prefix, "this handle's newest entries under it differ from the stored entries"))
+        return problems
 
     def _keep(self, prefix: bytes, items: list[Item], complete: bool) -> None:
         with self._lock:

@@ -1,7 +1,7 @@
 """The eviction rule of a handle's caches, in one place: least recently used first,
 within a budget.
 
-`HotFrames` counts rows, `NewestEvents` entries, `JoinedCalls` bytes: each states
+`HotFrames` counts rows, `NewestEvents` entries, `JoinedCalls` bytes and rows: each states
 the size of what it keeps, and `SizedLru` keeps the total within the budget. It has
 no lock of its own: every cache calls it under its own lock.
 """
