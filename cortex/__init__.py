@@ -12,6 +12,7 @@ Everything not in `__all__` is private and may change.
 from .context import Bundle, ContextOpts
 from .model import Edge
 from .facade import Cortex, list_actors, migrate, open, store_actor
+from .interop.migrate import Migration
 from .writes import Write
 from .recall import Recalled
 from .errors import *  # noqa: F403 - every error class is public
@@ -45,6 +46,7 @@ __version__ = "0.1.0"
 __all__ = [
     "open",
     "migrate",
+    "Migration",
     "store_actor",
     "list_actors",
     "Cortex",

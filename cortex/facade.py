@@ -7,9 +7,9 @@ module that implements it; it adds nothing but the signatures and their docs.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Never
 
 from . import context as _context
 from . import edges as _edges
@@ -20,7 +20,7 @@ from . import recall as _recall
 from . import reads as _reads
 from . import upkeep as _upkeep
 from . import writes as _writes
-from .context import Bundle, ContextOpts
+from .context import Bundle, ContextOpts, Form, TierName
 from .interop import jsonl as _jsonl
 from .interop import migrate as _migrate
 from .interop import recall_pack as _recall_pack
@@ -32,14 +32,48 @@ from .learn import LearnParams, LearnReport
 from .position import token_of
 from .memory import Memory
 from .model import Edge
-from .model import EdgeType, Frame, MemoryData
+from .model import EdgeType, Frame, MemoryData, Tier, Verb
 from .provenance import Origin
 from .salience.score import Score, Weights
 from .scope import Scope, SignedScope
 from .tuning import Tuning
+from .view import BundleView, DataType, Order, Where, register
 from .writes import Write
 
-__all__ = ["open", "migrate", "Cortex", "store_actor"]
+__all__ = ["open", "migrate", "Cortex", "store_actor", "Where", "Order"]
+
+class _AsInOpts:
+    """The default of each `context()` keyword: the value `opts` has (or, without
+    `opts`, `ContextOpts`'s default). A keyword given explicitly wins."""
+
+    def __repr__(self) -> str:
+        return "<as in opts>"
+
+
+_AS_IN_OPTS: Any = _AsInOpts()
+
+
+class _InteropExports:
+    """The bundle formats of `cortex.interop`, imported when a bundle first exports
+    (`cortex.view`: how `Bundle`'s export methods reach them)."""
+
+    def hmx_pack(self, bundle: BundleView, query_context: str | Mapping[str, Any] | None, edges: Iterable[Edge]) -> dict[str, Any]:
+        from .interop import hmx_pack
+
+        return hmx_pack.build(bundle, query_context, edges=edges)
+
+    def context_pack(self, bundle: BundleView, intent: str) -> dict[str, Any]:
+        from .interop import context_pack
+
+        return context_pack.build(bundle, intent)
+
+    def ledger(self, bundle: BundleView) -> dict[str, Any]:
+        from .interop import ledger
+
+        return ledger.build(bundle)
+
+
+register(_InteropExports())
 
 
 def store_actor(path: str | os.PathLike[str]) -> str:
@@ -278,14 +312,39 @@ class Cortex:
 
     # -- reads -----------------------------------------------------------------
 
-    def context(self, opts: ContextOpts | None = None, **fields: Any) -> Bundle:
-        """Compose the Bundle for a task: see `cortex.context` and DESIGN §6."""
-        return _context.compose(self._engine, opts, fields)
+    def context(
+        self,
+        opts: ContextOpts | None = None,
+        *,
+        verb: Verb | str | None = _AS_IN_OPTS,
+        objects: Mapping[str, str] = _AS_IN_OPTS,
+        budget_tokens: int = _AS_IN_OPTS,
+        include_tiers: Collection[Tier | TierName] | None = _AS_IN_OPTS,
+        outcome_limit: int = _AS_IN_OPTS,
+        form: Form = _AS_IN_OPTS,
+        scope: SignedScope | None = _AS_IN_OPTS,
+        now: datetime | None = _AS_IN_OPTS,
+        include_superseded: bool = _AS_IN_OPTS,
+        **unknown: Never,
+    ) -> Bundle:
+        """Compose the Bundle for a task: see `cortex.context` and `ContextOpts` (what
+        each option means and its default). `opts` gives the options as one value;
+        each keyword given explicitly replaces its field. A keyword that is not an
+        option is a type error, and raises `ValidationError` naming it."""
+        given = {
+            "verb": verb, "objects": objects, "budget_tokens": budget_tokens, "include_tiers": include_tiers,
+            "outcome_limit": outcome_limit, "form": form, "scope": scope, "now": now,
+            "include_superseded": include_superseded,
+        }
+        overrides: dict[str, Any] = {name: value for name, value in given.items() if value is not _AS_IN_OPTS}
+        overrides.update(unknown)
+        return _context.compose(self._engine, opts, overrides)
 
-    def find(self, type: Any = None, tags: Iterable[str] = (), where: Any = None, order_by: str = "salience",
-             limit: int | None = None, budget_tokens: int | None = None, form: str | None = None,
-             include_tombstoned: bool = False, scope: Any = None, late_binding: bool = False,
-             include_superseded: bool = False, session: str | None = None, near: str | None = None) -> list[Memory]:
+    def find(self, type: DataType | Sequence[DataType] | None = None, tags: Iterable[str] = (), where: Where | None = None,
+             order_by: Order = "salience", limit: int | None = None, budget_tokens: int | None = None,
+             form: Form | None = None, include_tombstoned: bool = False, scope: SignedScope | None = None,
+             late_binding: bool = False, include_superseded: bool = False, session: str | None = None,
+             near: str | None = None) -> list[Memory]:
         """A bounded query over one type, a set of tags or a trace session: see `cortex.query`. With
         `near="text"`, recall by content: ranked by relevance, no type or tag needed,
         and the result is a `cortex.Recalled` list (see `cortex.recall`)."""

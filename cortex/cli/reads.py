@@ -13,6 +13,8 @@ from typing import Any
 import click
 
 import cortex
+from cortex.context import Form
+from cortex.facade import Order
 from cortex.interop import hmx_pack
 
 from .recall import print_synthesized
@@ -217,9 +219,9 @@ def find(store: str, type_: str | None, tags: tuple[str, ...], near: str | None,
     if limit is None and budget is None:
         limit = DEFAULT_FIND_LIMIT
     with _open(store, actor, write=late_binding) as c:
-        found = c.find(type=type_, tags=list(tags), where=_where(where), order_by=order_by, limit=limit,
-                       budget_tokens=budget, form=form, include_tombstoned=include_tombstoned, late_binding=late_binding,
-                       near=near)
+        found = c.find(type=type_, tags=list(tags), where=_where(where), order_by=typing.cast(Order, order_by), limit=limit,
+                       budget_tokens=budget, form=typing.cast(Form, form), include_tombstoned=include_tombstoned,
+                       late_binding=late_binding, near=near)
         rendered = [m.form(form) for m in found]
     if as_json:
         relevance = getattr(found, "relevance", None)

@@ -26,6 +26,7 @@ from ..index import entry
 from ..memory import Memory
 from ..model import Edge
 from ..salience.score import DEFAULT_WEIGHTS, Weights, live_scores
+from ..view import exporters
 from .candidates import kept_mask
 from .plan import PINNED_TIER, Plan
 from .rank import Ranker, ranking
@@ -103,28 +104,23 @@ class Bundle:
         """`to_dict()` as JSON with sorted keys: byte-identical for the same state and options."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
-    # The exports are built by the interop formats, which read the bundle.
+    # The exports are built by the interop formats, which read the bundle as a
+    # `cortex.view.BundleView`; `cortex.view.exporters()` reaches them.
 
     def to_hmx_pack(self, query_context: str | Mapping[str, Any] | None = None, *, edges: Iterable[Edge] = ()) -> dict[str, Any]:
         """This bundle as an HMX-1.0 Context Pack (`cortex.interop.hmx_pack`). `edges`:
         the edges between its memories, for the pack's graph_relations section (for
         example `[e for m in bundle.memories() for e in store.edges(m.uri)]`; edges
         to memories outside the pack are ignored)."""
-        from ..interop import hmx_pack
-
-        return hmx_pack.build(self, query_context, edges=edges)
+        return exporters().hmx_pack(self, query_context, edges)
 
     def to_context_pack(self, intent: str) -> dict[str, Any]:
         """This bundle as a SecondBrain ContextPackV2 (`cortex.interop.context_pack`)."""
-        from ..interop import context_pack
-
-        return context_pack.build(self, intent)
+        return exporters().context_pack(self, intent)
 
     def ledger(self) -> dict[str, Any]:
         """The replay record of the call that made this bundle (`cortex.interop.ledger`)."""
-        from ..interop import ledger
-
-        return ledger.build(self)
+        return exporters().ledger(self)
 
     def to_markdown(self) -> str:
         """Sections Pinned, Frame-relevant, Outcomes and Reachable, one bullet

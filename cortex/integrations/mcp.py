@@ -58,7 +58,7 @@ import logging
 import sys
 from pathlib import Path
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from cortex.errors import MissingExtra
 
@@ -71,6 +71,8 @@ except ModuleNotFoundError as _missing:  # one line naming the extra, not a trac
     raise MissingExtra("the MCP server", _missing.name or "mcp", "mcp") from None
 
 import cortex
+from cortex.context import Form as FormName
+from cortex.context import TierName
 from cortex.interop.memory_json import TYPE_NAMES, data_fields, iso, memory_from_json, memory_to_json
 
 from .mcp_recall import recall_tool
@@ -279,8 +281,8 @@ def build_server(c: cortex.Cortex, read_only: bool, allow_erase: bool = False,
         """
         def body() -> CallToolResult:
             catch_up()
-            bundle = c.context(verb=verb, objects=objects, budget_tokens=budget_tokens, form=form, include_tiers=include_tiers,
-                               scope=scope)
+            bundle = c.context(verb=verb, objects=objects, budget_tokens=budget_tokens, form=cast(FormName, form),
+                               include_tiers=cast("list[TierName] | None", include_tiers), scope=scope)
             return _result(bundle.to_markdown(), {
                 "pinned": [m.uri for m in bundle.pinned],
                 "outcomes": [m.uri for m in bundle.outcomes],
@@ -307,7 +309,8 @@ def build_server(c: cortex.Cortex, read_only: bool, allow_erase: bool = False,
         """
         def body() -> CallToolResult:
             catch_up()
-            found = c.find(type=type, tags=tags, where=where, limit=limit, budget_tokens=budget_tokens, form=form, scope=scope)
+            found = c.find(type=type, tags=tags, where=where, limit=limit, budget_tokens=budget_tokens, form=cast(FormName, form),
+                           scope=scope)
             results = [{"uri": m.uri, "type": m.type.type_name, "text": m.form(form)} for m in found]
             text = "".join(f"- {r['uri']} — {r['text']}\n" for r in results) or "(none)\n"
             return _result(text, {"results": results})

@@ -22,7 +22,7 @@ handle's shape and never imports the module that implements it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from ..model import EdgeType
     from ..salience.score import Weights
     from ..writes import Write
+    from ..context import Form
+    from ..scope import SignedScope
+    from ..view import DataType, Order, Where
 
 
 class InteropStore(Protocol):
@@ -38,10 +41,10 @@ class InteropStore(Protocol):
 
     def write_many(self, items: Iterable[Write]) -> list[str]: ...
 
-    def find(self, type: Any = None, tags: Iterable[str] = (), where: Any = None, order_by: str = "salience",
-             limit: int | None = None, budget_tokens: int | None = None, form: str | None = None,
-             include_tombstoned: bool = False, scope: Any = None, late_binding: bool = False,
-             include_superseded: bool = False, session: str | None = None) -> list[Memory]: ...
+    def find(self, type: DataType | Sequence[DataType] | None = None, tags: Iterable[str] = (), where: Where | None = None,
+             order_by: Order = "salience", limit: int | None = None, budget_tokens: int | None = None,
+             form: Form | None = None, include_tombstoned: bool = False, scope: SignedScope | None = None,
+             late_binding: bool = False, include_superseded: bool = False, session: str | None = None) -> list[Memory]: ...
 
     def memories(self, include_tombstoned: bool = False) -> Iterator[Memory]: ...
 

@@ -49,7 +49,7 @@ from ..model import Belief, Capability, Constraint, Event, Goal, ObjKind, Patter
 from .canonical import JSONDict, content_hash
 
 if TYPE_CHECKING:
-    from ..context import Bundle
+    from ..view import BundleView as Bundle
 
 __all__ = ["build", "SCHEMA_VERSION"]
 

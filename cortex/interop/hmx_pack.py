@@ -56,7 +56,7 @@ from .hmx_sections import (
 )
 
 if TYPE_CHECKING:
-    from ..context import Bundle
+    from ..view import BundleView as Bundle
 
 __all__ = [
     "build", "synthesize", "edges_among", "HMX_VERSION", "SECTION_OF_TYPE", "SECTION_OF_ARTIFACT", "SECTION_ORDER",

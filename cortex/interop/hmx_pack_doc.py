@@ -25,7 +25,7 @@ from .hmx_sections import (
 )
 
 if TYPE_CHECKING:
-    from ..context import Bundle
+    from ..view import BundleView as Bundle
 
 __all__ = ["assemble", "ranking_weights", "MAX_DROPPED_ENTRIES"]
 

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from .canonical import JSONDict, content_hash, without
 
 if TYPE_CHECKING:
-    from ..context import Bundle
+    from ..view import BundleView as Bundle
 
 __all__ = ["build", "verify", "snapshot_hash", "HASH_KEY"]
 
