@@ -45,10 +45,9 @@ def candidates(joins: JoinedCalls | None, tuning: Tuning, blocks: list[Block], i
     frame the other tiers hold and the facts and token totals of its joined rows
     (about a fifth of the call at 10M); only with `framing`, when the frames' columns
     come from the handle's hot-frame cache."""
-    if joins is None:
-        return _joined_candidates(blocks, included, counts, tuning, kept=False)
-    framed = None if sum(counts) < tuning.joined_below_rows or not framing else _framed(blocks)
-    if sum(counts) >= tuning.joined_below_rows and framed is None:
+    small = sum(counts) < tuning.joined_below_rows
+    framed = None if small or not framing else _framed(blocks)
+    if joins is None or (not small and framed is None):
         return _joined_candidates(blocks, included, counts, tuning, kept=False)
     key = (tuple(included), tuple(counts), tuple(b.rows if isinstance(b.rows, Columns) else tuple(b.rows) for b in blocks))
     found = joins.get(key, framed)
