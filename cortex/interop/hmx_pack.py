@@ -140,7 +140,7 @@ def build(bundle: Bundle, query_context: str | Mapping[str, Any] | None = None, 
     thresholds = (_unit("min_relevance", min_relevance), _unit("min_confidence", min_confidence))
     optional = {key: _opt_text(key, value) for key, value in
                 (("tenant_id", tenant_id), ("agent_id", agent_id), ("session_id", session_id))}
-    asked_tags = None if tags is None else [_opt_text(f"tags[{i}]", t) or "" for i, t in enumerate(_texts("tags", tags))]
+    asked_tags = None if tags is None else [_tag(f"tags[{i}]", t) for i, t in enumerate(_texts("tags", tags))]
 
     candidates = _candidates(bundle, pooled, given, wanted)
     kept, pre_drops = _screen(candidates, thresholds, priors)
@@ -205,6 +205,12 @@ def _unit(name: str, value: object) -> float:
 def _opt_text(name: str, value: object) -> str | None:
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise ValidationError(name, "must be a non-empty string or None", value)
+    return value
+
+
+def _tag(name: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(name, "must be a non-empty string", value)
     return value
 
 

@@ -285,6 +285,8 @@ def test_sections_keeps_only_the_sections_asked_for(store):
     ({"min_relevance": 2}, "min_relevance", "must be a number within [0, 1]"),
     ({"priors": {"section_weights": {"facts": "x"}}}, "priors.section_weights.facts", "must be a finite number >= 0"),
     ({"session_id": ""}, "session_id", "must be a non-empty string or None"),
+    ({"tags": ["ops", None]}, "tags[1]", "must be a non-empty string"),
+    ({"tags": "ops"}, "tags", "must be a list of strings"),
 ])
 def test_bad_assembly_arguments_are_refused(store, kwargs, field, rule):
     populate(store)
