@@ -57,10 +57,11 @@ class _InteropExports:
     """The bundle formats of `cortex.interop`, imported when a bundle first exports
     (`cortex.view`: how `Bundle`'s export methods reach them)."""
 
-    def hmx_pack(self, bundle: BundleView, query_context: str | Mapping[str, Any] | None, edges: Iterable[Edge]) -> dict[str, Any]:
+    def hmx_pack(self, bundle: BundleView, query_context: str | Mapping[str, Any] | None, edges: Iterable[Edge],
+                 sections: Sequence[str] | None = None) -> dict[str, Any]:
         from .interop import hmx_pack
 
-        return hmx_pack.build(bundle, query_context, edges=edges)
+        return hmx_pack.build(bundle, query_context, edges=edges, sections=sections)
 
     def context_pack(self, bundle: BundleView, intent: str) -> dict[str, Any]:
         from .interop import context_pack

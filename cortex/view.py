@@ -91,8 +91,10 @@ class BundleView(Protocol):
 class Exporters(Protocol):
     """The formats a bundle exports to (`Bundle.to_hmx_pack`, `to_context_pack`, `ledger`)."""
 
-    def hmx_pack(self, bundle: BundleView, query_context: str | Mapping[str, Any] | None, edges: Iterable[Edge]) -> dict[str, Any]:
-        """The HMX-1.0 Context Pack of `bundle` (`cortex.interop.hmx_pack.build`)."""
+    def hmx_pack(self, bundle: BundleView, query_context: str | Mapping[str, Any] | None, edges: Iterable[Edge],
+                 sections: Sequence[str] | None = None) -> dict[str, Any]:
+        """The HMX-1.0 Context Pack of `bundle` (`cortex.interop.hmx_pack.build`), only
+        the sections named when `sections` is given."""
         ...
 
     def context_pack(self, bundle: BundleView, intent: str) -> dict[str, Any]:

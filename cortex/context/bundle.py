@@ -107,12 +107,14 @@ class Bundle:
     # The exports are built by the interop formats, which read the bundle as a
     # `cortex.view.BundleView`; `cortex.view.exporters()` reaches them.
 
-    def to_hmx_pack(self, query_context: str | Mapping[str, Any] | None = None, *, edges: Iterable[Edge] = ()) -> dict[str, Any]:
+    def to_hmx_pack(self, query_context: str | Mapping[str, Any] | None = None, *, edges: Iterable[Edge] = (),
+                    sections: Sequence[str] | None = None) -> dict[str, Any]:
         """This bundle as an HMX-1.0 Context Pack (`cortex.interop.hmx_pack`). `edges`:
         the edges between its memories, for the pack's graph_relations section (for
         example `[e for m in bundle.memories() for e in store.edges(m.uri)]`; edges
-        to memories outside the pack are ignored)."""
-        return exporters().hmx_pack(self, query_context, edges)
+        to memories outside the pack are ignored). `sections`: only these sections
+        (seed 000's names, e.g. `["procedures", "constraints"]`)."""
+        return exporters().hmx_pack(self, query_context, edges, sections)
 
     def to_context_pack(self, intent: str) -> dict[str, Any]:
         """This bundle as a SecondBrain ContextPackV2 (`cortex.interop.context_pack`)."""

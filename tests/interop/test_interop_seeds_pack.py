@@ -406,3 +406,13 @@ def test_a_deprecated_artifact_is_dropped_as_deprecated(store):
     validate(pack, "hmx_context_pack")
     assert {d["source_id"]: d["drop_reason"] for d in pack["dropped_entries"]}[deprecated.uri] == "deprecated"
     assert deprecated.uri not in {e["source_id"] for e in pack["entries"]}
+
+
+def test_the_bundles_own_export_takes_sections(store):
+    populate(store)
+    bundle = store.context(**ASK)
+    pack = bundle.to_hmx_pack("q", sections=["goals", "core"])
+    validate(pack, "hmx_context_pack")
+    assert {e["section"] for e in pack["entries"]} == {"goals", "core"}
+    assert pack == hmx_pack.build(bundle, "q", sections=["goals", "core"])
+    assert bundle.to_hmx_pack("q") == hmx_pack.build(bundle, "q")  # without sections= as before
