@@ -194,3 +194,28 @@ def test_hmx_ingest_fills_provenance_and_keeps_unknown_fields(store):
     assert call.attributes is None and call.occurred_at - api.occurred_at == timedelta(minutes=8)
     assert [m.uri for m in store.find(session="sess_abc", order_by="sequence", limit=10)] == uris
     assert store.ingest_hmx(events) == uris  # idempotent still
+
+
+def test_outcomes_come_newest_first_by_when_they_happened(store):
+    frame = cortex.Frame("delegate", "tool", "deploy")
+    at = {name: AT + timedelta(minutes=m) for name, m in (("a", 4), ("b", 12), ("c", 5))}
+    uris = dict(zip(at, store.write_many([Write(Event(kind="dispatch", outcome="success", counterparty=name), frames=[frame],
+                                                occurred_at=when) for name, when in at.items()])))
+    later = store.write(Event(kind="dispatch", outcome="success", counterparty="d"), frames=[frame])  # occurred = created
+    assert store.resolve(later).occurred_at == START
+    b = store.context(verb="delegate", objects={"tool": "deploy"}, outcome_limit=3)
+    assert [m.uri for m in b.outcomes] == [uris["b"], uris["c"], uris["a"]]  # 2026 happened after START (2025)
+    b = store.context(verb="delegate", objects={"tool": "deploy"}, outcome_limit=2)
+    assert [m.uri for m in b.outcomes] == [uris["b"], uris["c"]]
+    assert store.verify() == []
+    store.rebuild()
+    assert [m.uri for m in store.context(verb="delegate", objects={"tool": "deploy"}, outcome_limit=2).outcomes] == [uris["b"], uris["c"]]
+
+
+def test_ingested_events_come_back_in_the_order_they_happened(store):
+    base = {"hmx_version": "HMX-1.0", "agent_id": "a", "tenant_id": "t", "session_id": "s"}
+    stamps = ["2026-03-15T10:12:00Z", "2026-03-15T10:04:00Z", "2026-03-15T10:05:00Z"]
+    uris = store.ingest_hmx([{**base, "event_id": f"e{i}", "event_type": "tool_call", "timestamp": ts, "sequence": i,
+                              "content": {"tool_name": "deploy"}} for i, ts in enumerate(stamps)])
+    b = store.context(verb="delegate", objects={"tool": "deploy"}, outcome_limit=3)
+    assert [m.uri for m in b.outcomes] == [uris[0], uris[2], uris[1]]

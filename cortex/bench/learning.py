@@ -27,7 +27,9 @@ part; for every step of a held-out session after the first, predict the next ste
 from the steps so far. Schemas: the active task schemas containing the current step
 whose earlier steps best match the history (most matched steps, then support, then
 artifact id) give the step after it. Bigram: the most frequent next step after the
-current one in the training sessions. Both are scored on the same steps.
+current one in the training sessions. Both are scored on the same steps: every
+held-out step, and the steps where a schema applies (a schema holds the current step
+before its last).
 """
 
 from __future__ import annotations
@@ -211,7 +213,7 @@ def prediction(c: cortex.Cortex, train: list[dict[str, Any]], test: list[dict[st
         for a, b in zip(steps, steps[1:]):
             bigram.setdefault(a, Counter())[b] += 1
     best_next = {a: min(cnt.items(), key=lambda kv: (-kv[1], kv[0]))[0] for a, cnt in bigram.items()}
-    total = hits_schema = hits_bigram = covered = hits_combined = 0
+    total = hits_schema = hits_bigram = covered = hits_combined = hits_bigram_covered = 0
     for steps in _steps(test).values():
         for i in range(1, len(steps)):
             history, actual = steps[:i], steps[i]
@@ -222,11 +224,13 @@ def prediction(c: cortex.Cortex, train: list[dict[str, Any]], test: list[dict[st
             if guess_s is not None:
                 covered += 1
                 hits_schema += guess_s == actual
+                hits_bigram_covered += guess_b == actual
             hits_combined += (guess_s if guess_s is not None else guess_b) == actual
     return {"held_out_steps": total, "schemas": len(schemas),
             "schema_accuracy": round(hits_schema / total, 4) if total else 0.0,
             "schema_coverage": round(covered / total, 4) if total else 0.0,
             "schema_accuracy_where_applied": round(hits_schema / covered, 4) if covered else 0.0,
+            "bigram_accuracy_where_schema_applied": round(hits_bigram_covered / covered, 4) if covered else 0.0,
             "schema_then_bigram_accuracy": round(hits_combined / total, 4) if total else 0.0,
             "bigram_accuracy": round(hits_bigram / total, 4) if total else 0.0}
 
