@@ -38,6 +38,7 @@ import argparse
 import json
 import random
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -310,7 +311,18 @@ def run_speed(events_n: int, seed: int, workdir: Path, increment: int = 1000) ->
         out["incremental_learn_seconds"] = round(time.perf_counter() - started, 2)
         out["incremental_learn_cpu_seconds"] = round(time.process_time() - cpu, 2)
         out["incremental_events_read"] = report.events_read
+    # Memory: peak RSS of a fresh process that opens the store and learns it all
+    # again (full=True), against one that opens it and reads its stats.
+    out["open_peak_rss_mb"] = _peak_rss(workdir / "speed", "c.stats()")
+    out["full_learn_peak_rss_mb"] = _peak_rss(workdir / "speed", "c.learn(full=True)")
     return out
+
+
+def _peak_rss(store: Path, call: str) -> float:
+    code = (f"import resource, cortex\nwith cortex.open({str(store)!r}, actor='bench') as c:\n    {call}\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return round(float(done.stdout.strip().splitlines()[-1]), 1)
 
 
 def main(argv: list[str] | None = None) -> int:

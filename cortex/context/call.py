@@ -149,7 +149,11 @@ class Call:
                 raise corrupt_index(e, plan, detail, key)
             memory_id = memory.id
             rendered[memory_id] = memory.form(plan.form)
-            sort_key: tuple[Any, ...] = (-created, -score, memory_id) if tier == OUTCOMES_TIER else (-score, memory_id)
+            if tier == OUTCOMES_TIER:  # newest first by when it happened (occurred_at: created_at unless given)
+                occurred = created if memory.occurred_at == memory.created_at else to_micros(memory.occurred_at)
+                sort_key: tuple[Any, ...] = (-occurred, -score, memory_id)
+            else:
+                sort_key = (-score, memory_id)
             memories[tier].append((sort_key, memory))
         ordered = {t: [m for _, m in sorted(items, key=_SORT_KEY)] for t, items in memories.items()}
         return ordered, rendered, reachable

@@ -55,5 +55,5 @@ def entries(raw_id: bytes, head: Head, score: Score, edge_flags: int = 0) -> dic
     for f in head.frames:
         out[frame.key(f.verb, f.kind, f.ref, raw_id)] = value
         if head.type == MemoryType.EVENT:
-            out[actor_obj.key(f.verb, f.ref, head.created, raw_id)] = value
+            out[actor_obj.key(f.verb, f.ref, head.occurred, raw_id)] = value
     return out

@@ -1,8 +1,10 @@
-"""`idx/actor_obj/<verb1><xxh3_128(ref)16><created8><id16>`: Events by (verb, object ref).
+"""`idx/actor_obj/<verb1><xxh3_128(ref)16><occurred8><id16>`: Events by (verb, object ref).
 
 Event memories only, one entry per distinct (verb, ref) among a live Event's frames
-(the object kind plays no part). Keys under one (verb, ref) sort by creation time,
-so the outcomes tier reads them backwards, newest first.
+(the object kind plays no part). Keys under one (verb, ref) sort by when the Event
+happened: its `occurred_at` (`cortex.provenance`), which is its creation time unless
+the write gave another, so stores written before provenance existed hold the same
+keys. The outcomes tier reads them backwards, newest first.
 """
 
 from __future__ import annotations
@@ -23,12 +25,12 @@ def prefix(verb: int, ref: str) -> bytes:
     return PREFIX + bytes([verb]) + ref_hash(ref)
 
 
-def key(verb: int, ref: str, created: int, raw_id: bytes) -> bytes:
-    return prefix(verb, ref) + created.to_bytes(8, "big") + raw_id
+def key(verb: int, ref: str, occurred: int, raw_id: bytes) -> bytes:
+    return prefix(verb, ref) + occurred.to_bytes(8, "big") + raw_id
 
 
 def created_of(key_bytes: bytes) -> int:
-    """The creation time stored in an entry's key."""
+    """The time stored in an entry's key (when the Event happened)."""
     return int.from_bytes(key_bytes[_CREATED], "big")
 
 
