@@ -57,6 +57,7 @@ B = 0.75
 MAX_NEAR_BYTES = 16_384
 MAX_NEAR_TERMS = 256
 _CHUNK = 256
+_FIRST_RANKED = 512
 
 POSTING_DTYPE = np.dtype([("id", "S16"), ("tf", ">u4"), ("dl", ">u4"), ("type", "u1")])
 DOC_DTYPE = np.dtype([("id", "S16"), ("dl", ">u4"), ("type", "u1")])
@@ -205,18 +206,47 @@ def score(e: Engine, words: list[str], mtypes: tuple[MemoryType, ...], evaluator
         parts.append((rows["id"], idf(docs, df) * (tf * (K1 + 1.0)) / (tf + norm)))
     if not parts:
         return empty
-    ids = np.unique(np.concatenate([p[0] for p in parts]))
+    # Each posting list is in id order, so a stable sort of their concatenation merges
+    # sorted runs (timsort: about n log k for k terms) and keeps equal ids in term order.
+    every = np.concatenate([p[0] for p in parts])
+    order = np.argsort(every, kind="stable")
+    merged = every[order]
+    first = np.r_[True, merged[1:] != merged[:-1]]
+    group = np.empty(len(every), dtype=np.intp)
+    group[order] = np.cumsum(first) - 1
+    ids = merged[first]
     scores = np.zeros(len(ids), dtype=np.float64)
+    at = 0
     for part_ids, part_scores in parts:  # term order: each memory's sum adds its terms in that order
-        scores[np.searchsorted(ids, part_ids)] += part_scores
+        scores[group[at : at + len(part_ids)]] += part_scores
+        at += len(part_ids)
     return ids, scores
 
 
 def _ranked_chunks(ids: np.ndarray, scores: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """(ids, scores, group starts) in chunks of whole tie groups, relevance
-    descending then id ascending; a chunk's ties are ordered by salience later."""
-    order = np.lexsort((ids, -scores))
-    ids, scores = ids[order], scores[order]
+    descending then id ascending; a chunk's ties are ordered by salience later.
+
+    Only the best candidates are sorted first (`_FIRST_RANKED`, then four times more
+    each round): a round takes every candidate scoring at least its last one's
+    score, so ties never straddle two rounds."""
+    remaining = np.arange(len(ids))  # `ids` ascend, and so do these positions
+    take = _FIRST_RANKED
+    while len(remaining):
+        negative = -scores[remaining]
+        if len(remaining) > take:
+            bound = np.partition(negative, take - 1)[take - 1]
+            inside = negative <= bound
+            batch, remaining = remaining[inside], remaining[~inside]
+            negative = negative[inside]
+        else:
+            batch, remaining = remaining, remaining[:0]
+        batch = batch[np.argsort(negative, kind="stable")]  # ties keep id order
+        take *= 4
+        yield from _chunks(ids[batch], scores[batch])
+
+
+def _chunks(ids: np.ndarray, scores: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     starts = np.flatnonzero(np.r_[True, scores[1:] != scores[:-1]]) if len(scores) else np.empty(0, dtype=np.intp)
     bounds = [*starts.tolist(), len(ids)]
     at = 0

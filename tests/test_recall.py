@@ -409,3 +409,18 @@ def test_an_upsert_by_natural_key_reindexes_the_memory_in_its_batch(tmp_path):
         assert [m.id for m in hits] == [c.resolve(first).id] and hits[0].version == 2
         assert lexical.decode_totals(_lexical_keys(c)[lexical.TOTALS_KEY])[0] == 2
         assert c.verify() == []
+
+
+def test_the_ranking_is_the_same_when_it_is_sorted_in_rounds(tmp_path, monkeypatch):
+    from cortex import recall
+
+    with open_store(tmp_path / "s") as c:
+        for i in range(40):
+            words = ["billing"] * (1 + i % 4) + ["database"] * (i % 3) + ["pasta"] * (i % 5 == 0)
+            c.write(Fact(statement=" ".join(words) or "x", subject="s", predicate="p"), importance=i % 11)
+        whole = c.find(near="billing database pasta", limit=40)
+        monkeypatch.setattr(recall, "_FIRST_RANKED", 2)
+        monkeypatch.setattr(recall, "_CHUNK", 3)
+        rounds = c.find(near="billing database pasta", limit=40)
+        assert [m.id for m in rounds] == [m.id for m in whole] and len(whole) == 40
+        assert [rounds.relevance[m.id] for m in rounds] == sorted(whole.relevance.values(), reverse=True)

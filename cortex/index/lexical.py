@@ -26,11 +26,14 @@ built when a writer opens it (`build`).
 
 from __future__ import annotations
 
+import functools
+import struct
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import CorruptRecord
 from . import terms
 
 from ..records import Head, head_key
@@ -50,11 +53,15 @@ ID_SIZE = 16
 POSTING_DTYPE = np.dtype([("id_hi", ">u8"), ("id_lo", ">u8"), ("tf", ">u4"), ("dl", ">u4"), ("type", "u1")])
 DOC_DTYPE = np.dtype([("id_hi", ">u8"), ("id_lo", ">u8"), ("dl", ">u4"), ("type", "u1")])
 SETTINGS = terms.SETTINGS
+_TF = struct.Struct(">I")
+_TAIL = struct.Struct(">IB")  # dl, type: the end of a posting, and of a document value
 BUILD_BATCH = 20_000  # keys per batch when a whole index is built
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def term_prefix(term: str) -> bytes:
-    """The prefix of one term's posting list."""
+    """The prefix of one term's posting list (cached: a writer encodes the same
+    terms again and again)."""
     return POSTING_PREFIX + term.encode("utf-8") + SEP
 
 
@@ -110,9 +117,9 @@ def entries(raw_id: bytes, head: Head | None) -> dict[bytes, bytes]:
     if head is None or not is_indexed(head):
         return {}
     freqs, dl = terms.counts(head.data.to_record(), head.tags)
-    code = int(head.type)
-    out = {posting_key(term, raw_id): encode_posting(raw_id, tf, dl, code) for term, tf in freqs.items()}
-    out[doc_key(raw_id)] = encode_doc(raw_id, dl, code)
+    tail = _TAIL.pack(dl, int(head.type))
+    out = {term_prefix(term) + raw_id: raw_id + _TF.pack(tf) + tail for term, tf in freqs.items()}
+    out[doc_key(raw_id)] = raw_id + tail
     return out
 
 
@@ -141,8 +148,15 @@ class Changes:
     def add(self, raw_id: bytes, head: Head) -> dict[bytes, bytes]:
         """The entries of a new memory (no earlier version to take out), counted."""
         new = entries(raw_id, head)
-        for key, value in new.items():
-            self._count(key, value, 1)
+        if new:
+            df = self.df
+            cut = len(POSTING_PREFIX)
+            for key in new:
+                if key[:cut] == POSTING_PREFIX:
+                    term = key[cut : -(ID_SIZE + 1)]
+                    df[term] = df.get(term, 0) + 1
+            self.docs += 1
+            self.length += int.from_bytes(new[doc_key(raw_id)][ID_SIZE : ID_SIZE + 4], "big")
         return new
 
     def change(self, puts: dict[bytes, bytes | None], raw_id: bytes, old: Head | None, new: Head | None) -> None:
@@ -179,7 +193,7 @@ class Changes:
         for key, term, raw in zip(keys, moved, stored):
             count = decode_count(raw) + self.df[term]
             if count < 0:
-                raise ValueError(f"lexical frequency of {term!r} would go below zero")
+                raise CorruptRecord(key, "lexical document frequency would go below zero: run rebuild()")
             puts[key] = count.to_bytes(8, "big") if count else None
         if self.docs or self.length or storage is None:
             docs, length = decode_totals(storage.get(TOTALS_KEY)) if storage is not None else (0, 0)

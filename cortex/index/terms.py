@@ -65,8 +65,14 @@ def _cut(term: str) -> str:
 
 def words(text: str) -> list[str]:
     """The words of `text`, normalised and case folded, stop words included."""
+    if text.isascii():  # NFKC leaves ASCII as it is, and casefold() is lower() there
+        return _WORD.findall(text.lower())
     folded = unicodedata.normalize("NFKC", text).casefold().replace("\u2019", "'")
     return _WORD.findall(folded)
+
+
+# A term of at most this many characters is within MAX_TERM_BYTES (4 UTF-8 bytes each at most).
+_SURELY_SHORT = MAX_TERM_BYTES // 4
 
 
 def terms(texts: Iterable[str]) -> list[str]:
@@ -74,7 +80,7 @@ def terms(texts: Iterable[str]) -> list[str]:
     kept = [w for text in texts for w in words(text) if w not in STOP_WORDS]
     if not kept:
         return []
-    return [_cut(t) for t in _stemmer().stemWords(kept)]
+    return [t if len(t) <= _SURELY_SHORT else _cut(t) for t in _stemmer().stemWords(kept)]
 
 
 def _strings(value: Any) -> Iterator[str]:
