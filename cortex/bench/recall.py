@@ -119,7 +119,7 @@ class Conversations:
 def _hits(ranked: Sequence[int], gold: int, costs: Sequence[int]) -> dict[str, bool]:
     out = {f"recall@{k}": gold in ranked[:k] for k in TOP}
     for budget in BUDGETS:
-        used, kept = 0, []
+        used, kept = 0, list[int]()
         for doc in ranked:  # the longest prefix that fits, at least one (as find() trims)
             if kept and used + costs[doc] > budget:
                 break
