@@ -58,6 +58,9 @@ MAX_NEAR_BYTES = 16_384
 MAX_NEAR_TERMS = 256
 _CHUNK = 256
 _FIRST_RANKED = 512
+# MaxScore's point reads per round (candidates x terms not scanned); past it the
+# next rarest term's postings are scanned instead.
+_POINT_READS = 4096
 
 POSTING_DTYPE = np.dtype([("id", "S16"), ("tf", ">u4"), ("dl", ">u4"), ("type", "u1")])
 DOC_DTYPE = np.dtype([("id", "S16"), ("dl", ">u4"), ("type", "u1")])
@@ -141,9 +144,15 @@ def find_near(e: Engine, *, near: object, type: Any, tags: Iterable[str], where:
         if granted is not None:
             budget = granted.budget(0 if budget is None else budget) or None
             evaluator = granted.evaluator()
-        ids, scores = score(e, words, mtypes, evaluator)
-        return _collect(e, ids, scores, now, tag_list, predicate, limit, budget, form, signed,
-                        include_superseded)
+
+        def collect(ids: np.ndarray, scores: np.ndarray) -> tuple[list[tuple[bytes, Memory]], dict[str, float]]:
+            return _collect(e, ids, scores, now, tag_list, predicate, limit, budget, form, signed, include_superseded)
+
+        if evaluator is None and budget is None and limit is not None:
+            early = _max_score(e, words, mtypes, limit, collect)
+            if early is not None:
+                return early
+        return collect(*score(e, words, mtypes, evaluator))
 
     results, relevance = scoped.read(e, signed, read)
     if late_binding and results:
@@ -221,6 +230,59 @@ def score(e: Engine, words: list[str], mtypes: tuple[MemoryType, ...], evaluator
         scores[group[at : at + len(part_ids)]] += part_scores
         at += len(part_ids)
     return ids, scores
+
+
+def _contribution(rows: np.ndarray, docs: int, df: int, avgdl: float) -> np.ndarray:
+    """BM25 of one term for the postings `rows` (the same operations, in the same
+    order, as `score`)."""
+    tf = rows["tf"].astype(np.float64)
+    dl = rows["dl"].astype(np.float64)
+    norm = K1 * (1.0 - B + B * dl / avgdl)
+    out: np.ndarray = idf(docs, df) * (tf * (K1 + 1.0)) / (tf + norm)
+    return out
+
+
+def _max_score(e: Engine, words: list[str], mtypes: tuple[MemoryType, ...], limit: int,
+               collect: Any) -> tuple[list[tuple[bytes, Memory]], dict[str, float]] | None:
+    """Exact top-`limit` without reading every posting (MaxScore): a term adds less
+    than idf * (k1 + 1) to any score, so once the memories holding the rarest terms
+    are scored completely (their other terms read by point lookups, each posting
+    being addressable by term and id) and the `limit`-th accepted one scores at least
+    the sum of those bounds over the terms not scanned, no memory holding none of the
+    scanned terms can rank above it. Returns None when the bound never allows it
+    (`score` then reads every posting)."""
+    docs, length = lexical.decode_totals(e.storage.get(lexical.TOTALS_KEY))
+    dfs = dict(zip(words, (lexical.decode_count(raw) for raw in e.storage.multi_get([lexical.df_key(w) for w in words]))))
+    rarest = sorted((df, w) for w, df in dfs.items() if df)
+    if not docs or len(rarest) < 2:
+        return None
+    avgdl = length / docs
+    scanned: dict[str, np.ndarray] = {}
+    for i, (_, word) in enumerate(rarest[:-1]):
+        rows = _postings(e, word)
+        scanned[word] = rows[np.isin(rows["type"], [int(t) for t in mtypes])] if mtypes else rows
+        rest = [w for _, w in rarest[i + 1:]]
+        ids = np.unique(np.concatenate([r["id"] for r in scanned.values()]))
+        if not len(ids) or len(ids) * len(rest) > _POINT_READS:
+            continue
+        raw_ids = [bytes(x).ljust(16, b"\x00") for x in ids.tolist()]
+        scores = np.zeros(len(ids), dtype=np.float64)
+        for word in words:  # term order, as `score` adds them
+            if word in scanned:
+                rows = scanned[word]
+            elif word in rest:
+                prefix = lexical.term_prefix(word)
+                rows = np.frombuffer(b"".join(v for v in e.storage.multi_get([prefix + r for r in raw_ids]) if v is not None),
+                                     dtype=POSTING_DTYPE)
+            else:
+                continue
+            if len(rows):
+                scores[np.searchsorted(ids, rows["id"])] += _contribution(rows, docs, dfs[word], avgdl)
+        out, relevance = collect(ids, scores)
+        bound = math.fsum(idf(docs, dfs[w]) * (K1 + 1.0) for w in rest)
+        if len(out) == limit and relevance[out[-1][1].id] > bound * (1.0 + 1e-9):
+            return out, relevance
+    return None
 
 
 def _ranked_chunks(ids: np.ndarray, scores: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:

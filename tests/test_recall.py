@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import cortex
 from cortex import Belief, Fact, Preference, Scope, Selector, StoreError, ValidationError, Write
 from cortex.index import lexical, terms
+from cortex.recall import _max_score as EARLY  # kept before any test patches it
 from cortex.salience.score import live_scores
 from cortex.storage.rocksdb import open_rocksdb
 
@@ -424,3 +425,32 @@ def test_the_ranking_is_the_same_when_it_is_sorted_in_rounds(tmp_path, monkeypat
         rounds = c.find(near="billing database pasta", limit=40)
         assert [m.id for m in rounds] == [m.id for m in whole] and len(whole) == 40
         assert [rounds.relevance[m.id] for m in rounds] == sorted(whole.relevance.values(), reverse=True)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(rare_in=st.lists(st.integers(0, 59), min_size=1, max_size=6), seed=st.integers(0, 1000), limit=st.integers(1, 8),
+       common=st.integers(1, 3))
+def test_the_early_top_k_equals_scoring_every_posting(tmp_path_factory, monkeypatch, rare_in, seed, limit, common):
+    """MaxScore (`cortex.recall._max_score`) stops reading once no unread memory can
+    rank in; it must give exactly what scoring every posting gives."""
+    from cortex import recall
+
+    rng = np.random.default_rng(seed)
+    words = ["alpha", "beta", "gamma", "delta"]
+    with open_store(tmp_path_factory.mktemp("m") / "s") as c:
+        items = []
+        for i in range(60):
+            text = " ".join(rng.choice(words, size=int(rng.integers(1, 8))).tolist())
+            if i in rare_in:
+                text += " zephyr" * int(rng.integers(1, 3))
+            items.append(Write(Fact(statement=text, subject="s", predicate="p"), importance=int(rng.integers(0, 11))))
+        c.write_many(items)
+        query = "zephyr " + " ".join(words[:common])
+        fired = []
+        monkeypatch.setattr(recall, "_max_score", lambda *a: fired.append(r := EARLY(*a)) or r)
+        fast = c.find(near=query, limit=limit)
+        monkeypatch.setattr(recall, "_max_score", lambda *a: None)
+        slow = c.find(near=query, limit=limit)
+        assert [(m.id, fast.relevance[m.id]) for m in fast] == [(m.id, slow.relevance[m.id]) for m in slow]
+        if len(set(rare_in)) >= limit and common == 1:
+            assert fired[0] is not None  # one rare word beside a common one: the bound lets it stop early
