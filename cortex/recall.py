@@ -58,9 +58,10 @@ MAX_NEAR_BYTES = 16_384
 MAX_NEAR_TERMS = 256
 _CHUNK = 256
 _FIRST_RANKED = 512
-# MaxScore's point reads per round (candidates x terms not scanned); past it the
-# next rarest term's postings are scanned instead.
-_POINT_READS = 4096
+# MaxScore's point reads per call (candidates x terms not scanned, summed over its
+# rounds); past it every posting is scored instead. A point read costs 20-50 times a
+# posting read by a scan, so this is about the cost of scanning 20-50k postings.
+_POINT_READS = 1024
 
 POSTING_DTYPE = np.dtype([("id", "S16"), ("tf", ">u4"), ("dl", ">u4"), ("type", "u1")])
 DOC_DTYPE = np.dtype([("id", "S16"), ("dl", ">u4"), ("type", "u1")])
@@ -258,13 +259,17 @@ def _max_score(e: Engine, words: list[str], mtypes: tuple[MemoryType, ...], limi
         return None
     avgdl = length / docs
     scanned: dict[str, np.ndarray] = {}
+    budget = _POINT_READS
     for i, (_, word) in enumerate(rarest[:-1]):
         rows = _postings(e, word)
         scanned[word] = rows[np.isin(rows["type"], [int(t) for t in mtypes])] if mtypes else rows
         rest = [w for _, w in rarest[i + 1:]]
         ids = np.unique(np.concatenate([r["id"] for r in scanned.values()]))
-        if not len(ids) or len(ids) * len(rest) > _POINT_READS:
+        if not len(ids):
             continue
+        if len(ids) * len(rest) > budget:
+            return None  # the candidates only grow: scoring every posting costs less from here
+        budget -= len(ids) * len(rest)
         raw_ids = [bytes(x).ljust(16, b"\x00") for x in ids.tolist()]
         scores = np.zeros(len(ids), dtype=np.float64)
         for word in words:  # term order, as `score` adds them
