@@ -312,7 +312,10 @@ class RocksStorage:
         again when the open fails, so a failed open leaves nothing behind."""
         made = not os.path.exists(self.location)
         if made:
-            os.makedirs(self.location)
+            try:
+                os.makedirs(self.location)
+            except OSError as exc:  # a file where a parent folder should be, no permission, ...
+                raise StoreError(f"cannot open store {self.location!r}: {exc.strerror or exc}") from None
         try:
             self._claim = _WRITERS.claim(self.location)
             try:
