@@ -206,14 +206,16 @@ def store_id(e: Engine) -> bytes | None:
 
 
 def read(e: Engine, signed: SignedScope | None, body: Callable[[Granted | None], T], *, now: int | None = None,
-         catch_up: bool = False) -> T:
+         clock_now: int | None = None, catch_up: bool = False) -> T:
     """Run `body` inside one `Engine.read`: unscoped (`signed` None, `body(None)`),
     or with the scope verified first, at the call's `now` (default: the store clock)
-    and at the store clock. A `Refusal` raised by the verification or by `body` is
-    reported as a violation, and its error raised."""
+    and at the store clock (`clock_now`, when the caller read it already). A
+    `Refusal` raised by the verification or by `body` is reported as a violation, and
+    its error raised."""
     if signed is None:
         return e.read(lambda: body(None), catch_up=catch_up)
-    clock_now = to_micros(e.now())
+    if clock_now is None:
+        clock_now = to_micros(e.now())
     call_now = clock_now if now is None else now
 
     def locked() -> T:
