@@ -35,7 +35,6 @@ from .memory import Memory
 from .model import Fact, Frame, MemoryType, to_micros
 from .records import FLAG_TOMBSTONED, H_CREATED, H_FRAMES, H_TAGS, H_TOMBSTONE, H_TYPE, META_STORE_ID, Head, head_key, head_keys, unpack_head
 from .scope import Evaluator, Refusal, SignedScope, capped_budget, check_signed, verify
-from . import writes  # a module, not its names: writes -> edges -> scoped -> writes
 
 __all__ = ["Granted", "check_signed", "read"]
 
@@ -226,5 +225,7 @@ def read(e: Engine, signed: SignedScope | None, body: Callable[[Granted | None],
     try:
         return e.read(locked, catch_up=True)
     except Refusal as refusal:
-        writes.report_violation(e, refusal)
+        from .writes import report_violation  # here: writes imports edges, which reads through this module
+
+        report_violation(e, refusal)
         raise refusal.error from None

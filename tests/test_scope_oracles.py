@@ -262,3 +262,20 @@ def test_scoped_recall_costs_the_same_whether_hidden_memories_hold_the_words_or_
     # Before, the postings of every memory holding the word were read (3,000 of them).
     assert abs(hidden - missing) < 16_384, (hidden, missing)
     assert [m.uri for m in c.find(near="zanzibar", limit=10)][:1] != []  # unscoped: found
+
+
+def test_a_scoped_bundle_names_no_hidden_superseder_or_contradiction(shop):
+    c, uris, signed = shop
+    ask = {"verb": "acquire", "objects": {"service": "gpu"}}
+    alone = c.context(scope=signed, **ask).to_dict()
+    c.link(uris["hidden"], "supersedes", uris["pref"])
+    c.link(uris["hidden"], "contradicts", uris["pref2"])
+    assert uris["pref"] not in [m.uri for m in c.context(**ask).memories()]  # unscoped: stale
+    bundle = c.context(scope=signed, **ask)
+    assert uris["pref"] in [m.uri for m in bundle.memories()]
+    assert list(bundle.superseded_ids) == [] and bundle.conflicts == []
+    got = bundle.to_dict()
+    for answer in (got, alone):
+        answer.pop("root")
+        answer.pop("latency_ms", None)
+    assert got == alone  # as if the hidden memory and its edges did not exist

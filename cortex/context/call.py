@@ -1,7 +1,8 @@
 """One `context()` call from start to end: `compose()` validates the options, and a
 `Call` (the call's working state) composes the bundle on one consistent view:
 
-1. verify the scope, if any, and cap the budget (`Call.__init__`);
+1. verify the scope, if any (`cortex.scoped.read`, the protocol every scoped read
+   follows), and cap the budget (`Call.__init__`);
 2. gather the tiers (`cortex.context.gather`);
 3. join them into candidates and find the rows every call leaves out: copies,
    expired memories, and (when asked) those outside the scope or superseded
@@ -31,8 +32,9 @@ from ..memory import Memory
 from ..model import from_micros, to_micros
 from ..records import FLAG_CONTRADICTED, FLAG_SUPERSEDED, head_keys
 from ..columns import Columns
-from ..scope import Evaluator, Refusal, capped_budget, verify
-from ..writes import report_violation
+from .. import scoped
+from ..scope import Evaluator
+from ..scoped import Granted
 from .bounded import BoundedRanker, bounded_parts
 from .bundle import Bundle, CallRows, IdMap, Texts
 from .candidates import Candidates, candidates, dropped, kept_mask
@@ -54,29 +56,23 @@ def compose(e: Engine, opts: ContextOpts | None, overrides: dict[str, Any]) -> B
             raise ValidationError(name, f"unknown context() option; options: {', '.join(sorted(OPTION_NAMES))}")
     opts = ContextOpts(**overrides) if opts is None else replace(opts, **overrides)
     planned = plan(opts, e.now)
-    if planned.scope is None:
-        return e.read(lambda: Call(e, planned, started).bundle(), catch_up=True)
-    clock_now = to_micros(e.now()) if opts.now is not None else planned.now
-    try:
-        return e.read(lambda: Call(e, planned, started, clock_now).bundle(), catch_up=True)
-    except Refusal as refusal:
-        report_violation(e, refusal)
-        raise refusal.error from None
+    clock_now = None if planned.scope is None else to_micros(e.now()) if opts.now is not None else planned.now
+    return scoped.read(e, planned.scope, lambda granted: Call(e, planned, started, granted).bundle(), now=planned.now,
+                       clock_now=clock_now, catch_up=True)
 
 
 class Call:
     """The working state of one call, inside `Engine.read()` (see the module docstring)."""
 
-    def __init__(self, e: Engine, plan: Plan, started: float, clock_now: int = 0) -> None:
+    def __init__(self, e: Engine, plan: Plan, started: float, granted: Granted | None = None) -> None:
         self.e, self.started = e, started
         journal, self.journal_at = e.view_state()
         self.root = journal.root.hex()
+        self.granted = granted  # the scope, verified by `cortex.scoped.read`
         self.scope: Evaluator | None = None
-        if plan.scope is not None:
-            signed = plan.scope
-            digest = verify(e.storage, signed, e.actor, plan.now, clock_now, e.scopes, (journal.seq, journal.root))
-            plan = replace(plan, budget=effective_budget(capped_budget(signed, digest, plan.requested_budget, 0)))
-            self.scope = e.scopes.evaluator(e.storage, signed, journal.seq, journal.root)
+        if granted is not None:
+            plan = replace(plan, budget=effective_budget(granted.budget(plan.requested_budget)))
+            self.scope = granted.evaluator()
         self.plan = plan
         self.weights = e.weights()
         self.tuning = e.tuning
@@ -111,6 +107,13 @@ class Call:
         stale = stale_tiers = None
         if superseding:
             superseded = (cols["flags"] & FLAG_SUPERSEDED) != 0
+            if self.granted is not None:
+                # Superseded under the scope only by an in-scope memory: one superseded
+                # by out-of-scope memories alone stays a candidate (docs/scopes.md).
+                rows = np.flatnonzero(keep & superseded)
+                ids = cols.take(keep & superseded).ids()
+                stale_ids = self.granted.stale(ids)
+                superseded[rows] = [raw_id in stale_ids for raw_id in ids]
             stale, stale_tiers = cols.take(keep & superseded), found.tiers[keep & superseded]
             keep &= ~superseded
         return (np.flatnonzero(~keep) if not keep.all() else going[:0]), stale, stale_tiers
