@@ -83,3 +83,19 @@ def test_erase_and_a_signed_fingerprint(tmp_path, capsys):
         assert [m.uri for m in b.context(verb=None).pinned] != [] and uri
     with cortex.open(store, actor="agent", mode="r") as c:
         assert c.verify() == [] and [m.uri for m in c.memories()] == [uri]
+
+
+def test_verify_says_when_a_store_is_of_journal_format_1(tmp_path, capsys):
+    data = json.loads((Path(__file__).parent / "data" / "store_v1.json").read_text())
+    from cortex.storage.rocksdb import open_rocksdb
+
+    storage = open_rocksdb(str(tmp_path / "old"), read_only=False, cache_mb=8, sync=False)
+    try:
+        storage.write({bytes.fromhex(k): bytes.fromhex(v) for k, v in data["keys"].items()})
+    finally:
+        storage.close()
+    cortex.open(tmp_path / "old", actor=data["actor"]).close()  # a writer's open builds what this cortex derives
+    assert run(capsys, "verify", str(tmp_path / "old")) == (
+        0, "0 problem(s); journal format 1: the root does not commit to content (docs/trust.md)\n", "")
+    status, out, _ = run(capsys, "stats", str(tmp_path / "old"), "--json")
+    assert status == 0 and json.loads(out)["journal_format"] == 1

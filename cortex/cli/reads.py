@@ -263,10 +263,13 @@ def stats(store: str, actor: str | None, as_json: bool) -> int:
 @_json_option
 def verify(store: str, actor: str | None, as_json: bool) -> int:
     """Check the whole store (journal chain, records, indexes, salience). Prints one
-    line per problem; exit 1 when there is any."""
+    line per problem; exit 1 when there is any. A store of journal format 1 is said
+    to be one (its root does not commit to content: docs/trust.md)."""
     with _open(store, actor) as c:
         problems = c.verify()
-    return _report_problems(problems, as_json, "problems", f"{len(problems)} problem(s)")
+        old = c.stats()["journal_format"] == 1
+    summary = f"{len(problems)} problem(s)" + ("; journal format 1: the root does not commit to content (docs/trust.md)" if old else "")
+    return _report_problems(problems, as_json, "problems", summary)
 
 
 @cli.command("list", short_help="The newest memories, bounded, with filters.", epilog=_epilog(
