@@ -53,8 +53,8 @@ class ContentLedger:
     def check(self) -> None:
         """`ImportRefused` naming the first line whose content the journal does not
         commit to (a memory line), or whose version no memory line holds (a journal line)."""
-        mem = np.frombuffer(bytes(self._memories), dtype=_ROW)
-        jour = np.frombuffer(bytes(self._journal), dtype=_ROW)
+        mem = np.frombuffer(self._memories, dtype=_ROW)  # no copy: the rows are read in place
+        jour = np.frombuffer(self._journal, dtype=_ROW)
         if self._erased:
             keep = np.array([bytes(k)[:16] not in self._erased for k in jour["key"]], dtype=bool)
             jour = jour[keep]
