@@ -11,7 +11,7 @@ against the entries and `rebuild()` recreates.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import NamedTuple
 
 from . import index, learn
@@ -34,6 +34,7 @@ from .records import (
     META_PREFIX,
     META_WEIGHTS,
     SALIENCE_PREFIX,
+    ID_SIZE,
     VERSION_PREFIX,
     Entry,
     Head,
@@ -121,8 +122,11 @@ def expected_derived(e: Engine, scores: dict[bytes, Score], facts: dict[bytes, H
     expected.update(edge_keys)
     expected.update(_natural_keys(facts))
     words = lexical.Changes()
+    stored_versions = _versions_by_id(e)
+    next(stored_versions)  # to its first `yield`
     for key, raw in e.storage.scan_items(HEAD_PREFIX):
         raw_id = key[len(HEAD_PREFIX):]
+        of_head = stored_versions.send(raw_id)
         try:
             head = Head.decode(key, raw, validate=True)
         except CorruptRecord as exc:
@@ -139,7 +143,7 @@ def expected_derived(e: Engine, scores: dict[bytes, Score], facts: dict[bytes, H
         versions: dict[int, Version] = {}
         for number in range(1, head.version + 1):
             vkey = version_key(raw_id, number)
-            vraw = e.storage.get(vkey)
+            vraw = of_head.get(vkey)
             if vraw is None:
                 problems.append(f"{_show(vkey)}: missing version {number} of {encode_id(raw_id)}")
                 continue
@@ -175,6 +179,26 @@ def expected_derived(e: Engine, scores: dict[bytes, Score], facts: dict[bytes, H
         expected.update(words.add(raw_id, head))
     expected.update(words.records())
     return expected
+
+def _versions_by_id(e: Engine) -> Generator[dict[bytes, bytes], bytes, None]:
+    """The stored versions of the memory whose id is sent in, {key: value}, from one
+    scan of every version key: ids must be sent in ascending order (the order of the
+    head scan), and the scan moves along with them. One streamed scan instead of a
+    read per version: on PostgreSQL each read is a round trip (a 1M-memory store took
+    minutes to verify), on RocksDB the same rows read in order."""
+    items = e.storage.scan_items(VERSION_PREFIX)
+    pending = next(items, None)
+    found: dict[bytes, bytes] = {}
+    start = len(VERSION_PREFIX)
+    while True:
+        raw_id = yield found
+        found = {}
+        while pending is not None and pending[0][start:start + ID_SIZE] < raw_id:
+            pending = next(items, None)
+        while pending is not None and pending[0][start:start + ID_SIZE] == raw_id:
+            found[pending[0]] = pending[1]
+            pending = next(items, None)
+
 
 def _natural_keys(facts: dict[bytes, HeadFacts]) -> dict[bytes, bytes]:
     """The natural key entries the journal implies: each (type, key) names the memory
@@ -233,7 +257,9 @@ def _verify_weights(e: Engine, problems: list[str]) -> None:
 
 
 def _verify_into(e: Engine, problems: list[str]) -> None:
-    with e.lock.read():
+    # One view for the whole check: on PostgreSQL one REPEATABLE READ transaction, so
+    # a writer writing meanwhile cannot make the journal and the records disagree.
+    with e.lock.read(), e.storage.view():
         head, scores, weights, facts, high, grants = replay_journal(e, problems)
         try:
             stored = JournalHead.decode(e.storage.get(META_JOURNAL), e.journal.format)
