@@ -14,6 +14,7 @@ import pytest
 
 import cortex
 from cortex import Event, Fact, Frame, Goal, Identity, Write
+from cortex.bench.fleet import FleetOptions, actor_name, run_fleet, summary
 from pgfixture import start_replicated
 
 pytest_plugins = ["pgfixture"]  # pg_replicated, pg_actor (a no-op once tests/conftest.py lists it)
@@ -193,3 +194,20 @@ def test_a_killed_primary_loses_no_acknowledged_write_and_the_standby_keeps_answ
             assert {uri for uri, _ in acknowledged} <= {m.uri for m in s.find(type="Fact", limit=200_000)}
     finally:
         pair.stop()
+
+
+def test_the_fleet_figure_reads_from_a_standby_once_it_replayed_the_load(pg_replicated) -> None:
+    primary, standby = pg_replicated.primary.dsn, pg_replicated.standby.dsn
+    with psycopg.connect(primary, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS fleet_standby")
+        conn.execute("CREATE DATABASE fleet_standby")
+    primary, standby = (dsn.rsplit("/", 1)[0] + "/fleet_standby" for dsn in (primary, standby))
+    options = FleetOptions(actors=3, memories=30, workers=(1,), seconds=0.3)
+    report = run_fleet(primary, options, progress=False, read_dsn=standby)
+    assert report["read_from"] == standby.split("@")[-1] and report["replay_wait_s"] >= 0
+    assert report["runs"][0]["contexts"] > 0
+    for index in range(3):  # the standby holds every actor's store, as the primary does
+        with cortex.open(primary, actor=actor_name(index), mode="r") as p, \
+                cortex.open(standby, actor=actor_name(index), mode="r") as s:
+            assert s.root() == p.root()
+    assert "a standby" in summary(report)

@@ -191,8 +191,31 @@ def _gather(source: multiprocessing.Queue[T], procs: Sequence[BaseProcess], what
     return got
 
 
-def run_fleet(dsn: str, options: FleetOptions, *, progress: bool = True) -> dict[str, Any]:
-    """Load what is missing, then measure each worker count; returns the report."""
+def replayed(dsn: str, read_dsn: str, options: FleetOptions, timeout: float = 300.0) -> float:
+    """Wait until the server at `read_dsn` (a standby of `dsn`) holds the last actor's
+    store as the primary does (`refresh(until=token)`: a standby replays in commit
+    order, so every earlier actor is there too); returns the seconds waited."""
+    started = time.perf_counter()
+    actor = actor_name(options.actors - 1)
+    with cortex.open(dsn, actor=actor, mode="r") as primary:
+        primary.root()
+        token = primary.last_token
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with cortex.open(read_dsn, actor=actor, mode="r") as standby:
+                standby.refresh(until=token, timeout=max(0.0, deadline - time.monotonic()))
+            return time.perf_counter() - started
+        except cortex.NotFound:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def run_fleet(dsn: str, options: FleetOptions, *, progress: bool = True, read_dsn: str | None = None) -> dict[str, Any]:
+    """Load what is missing, then measure each worker count; returns the report.
+    `read_dsn`: the workers read there (a streaming standby of `dsn`) instead, once it
+    has replayed the load."""
     report: dict[str, Any] = {
         "figure": "fleet", "actors": options.actors, "memories_per_actor": options.memories,
         "warm_actors": options.warm_actors,
@@ -201,7 +224,10 @@ def run_fleet(dsn: str, options: FleetOptions, *, progress: bool = True) -> dict
     }
     print(f"fleet: {options.actors:,} actors of {options.memories:,} memories in {dsn.split('@')[-1]}", file=sys.stderr)
     report["load"] = load(dsn, options, progress=progress)
-    report["runs"] = [measure(dsn, options, n) for n in options.workers]
+    if read_dsn is not None:
+        report["read_from"] = read_dsn.split("@")[-1]
+        report["replay_wait_s"] = replayed(dsn, read_dsn, options)
+    report["runs"] = [measure(read_dsn or dsn, options, n) for n in options.workers]
     return report
 
 
@@ -209,6 +235,8 @@ def summary(report: dict[str, Any]) -> str:
     lines = [f"fleet: {report['actors']:,} actors x {report['memories_per_actor']:,} memories; {report['postgresql']}"]
     if report["warm_actors"]:
         lines.append(f"each worker keeps {report['warm_actors']} actors' stores open (a task is one context())")
+    if "read_from" in report:
+        lines.append(f"workers read from {report['read_from']} (a standby)")
     if report["load"]["memories_per_s"]:
         lines.append(f"load: {report['load']['memories_per_s']:,.0f} memories/s ({report['load']['seconds']:.0f} s)")
     for run in report["runs"]:
