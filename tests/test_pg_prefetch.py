@@ -130,3 +130,4 @@ def test_context_on_a_hot_object_reads_the_survivors_in_the_same_view(pg_dsn, pg
         assert 0 < len(bundle.memories()) < bundle.candidates
         assert bundle.to_json() == local.context(verb="acquire", objects={"service": "gpu"}, budget_tokens=500,
                                                  now=now).to_json()
+
