@@ -92,7 +92,7 @@ VIEW_RETRIES = 5
 # What `Engine` reads when it opens a store: keys never changed once the store
 # exists, and the writer's state (with the last head key, for new ids). A backend
 # may fetch them with its open (`cortex.storage.postgres`: in the lease's statement).
-OPEN_CONSTANTS = (META_ACTOR, META_SCHEMA, META_TOKENIZER, META_JOURNAL_FORMAT)
+OPEN_CONSTANTS = (META_ACTOR, META_SCHEMA, META_TOKENIZER, META_JOURNAL_FORMAT, META_STORE_ID)
 OPEN_STATE = (META_JOURNAL, META_CLOCK_HIGH, META_CACHE_EPOCH, lexical.META_LEXICAL)
 
 

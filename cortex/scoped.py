@@ -35,6 +35,7 @@ from .memory import Memory
 from .model import Fact, Frame, MemoryType, to_micros
 from .records import FLAG_TOMBSTONED, H_CREATED, H_FRAMES, H_TAGS, H_TOMBSTONE, H_TYPE, META_STORE_ID, Head, head_key, head_keys, unpack_head
 from .scope import Evaluator, Refusal, SignedScope, capped_budget, check_signed, verify
+from .storage import Reads
 
 __all__ = ["Granted", "check_signed", "read"]
 
@@ -205,14 +206,14 @@ def store_id(e: Engine) -> bytes | None:
 
 
 def read(e: Engine, signed: SignedScope | None, body: Callable[[Granted | None], T], *, now: int | None = None,
-         clock_now: int | None = None, catch_up: bool = False) -> T:
+         clock_now: int | None = None, catch_up: bool = False, reads: Reads | None = None) -> T:
     """Run `body` inside one `Engine.read`: unscoped (`signed` None, `body(None)`),
     or with the scope verified first, at the call's `now` (default: the store clock)
     and at the store clock (`clock_now`, when the caller read it already). A
     `Refusal` raised by the verification or by `body` is reported as a violation, and
-    its error raised."""
+    its error raised. `reads`: what `body` will read (`Engine.read`)."""
     if signed is None:
-        return e.read(lambda: body(None), catch_up=catch_up)
+        return e.read(lambda: body(None), catch_up=catch_up, reads=reads)
     if clock_now is None:
         clock_now = to_micros(e.now())
     call_now = clock_now if now is None else now
@@ -223,7 +224,7 @@ def read(e: Engine, signed: SignedScope | None, body: Callable[[Granted | None],
         return body(Granted(e, signed, digest, journal.seq, journal.root))
 
     try:
-        return e.read(locked, catch_up=True)
+        return e.read(locked, catch_up=True, reads=reads)
     except Refusal as refusal:
         from .writes import report_violation  # here: writes imports edges, which reads through this module
 

@@ -28,13 +28,15 @@ from ..engine import Engine, TornView
 from ..errors import ValidationError
 from ..ids import encode_id
 from ..index import edge, entry
+from ..index.prefetch import context_reads
 from ..memory import Memory
-from ..model import from_micros, to_micros
+from ..model import Tier, from_micros, to_micros
 from ..records import FLAG_CONTRADICTED, FLAG_SUPERSEDED, head_keys
 from ..columns import Columns
 from .. import scoped
 from ..scope import Evaluator
 from ..scoped import Granted
+from ..storage import Reads
 from .bounded import BoundedRanker, bounded_parts
 from .bundle import Bundle, CallRows, IdMap, Texts
 from .candidates import Candidates, candidates, dropped, kept_mask
@@ -43,6 +45,13 @@ from .plan import OPTION_NAMES, OUTCOMES_TIER, ContextOpts, Plan, effective_budg
 from .rank import FullRanker, Ranker, Trimmed, keep_all, trim
 
 _SORT_KEY = operator.itemgetter(0)
+
+
+def _reads(planned: Plan) -> Reads:
+    """What the call will read, for a backend that fetches it at once (PostgreSQL: one
+    statement; `cortex.index.prefetch`). The reads and their answers stay the same."""
+    return context_reads(planned.verb, planned.objects, pinned_tier=Tier.PINNED in planned.tiers,
+                         outcomes=Tier.OUTCOMES in planned.tiers, frames=Tier.FRAME_RELEVANT in planned.tiers)
 
 
 def compose(e: Engine, opts: ContextOpts | None, overrides: dict[str, Any]) -> Bundle:
@@ -58,7 +67,7 @@ def compose(e: Engine, opts: ContextOpts | None, overrides: dict[str, Any]) -> B
     planned = plan(opts, e.now)
     clock_now = None if planned.scope is None else to_micros(e.now()) if opts.now is not None else planned.now
     return scoped.read(e, planned.scope, lambda granted: Call(e, planned, started, granted).bundle(), now=planned.now,
-                       clock_now=clock_now, catch_up=True)
+                       clock_now=clock_now, catch_up=True, reads=_reads(planned))
 
 
 class Call:

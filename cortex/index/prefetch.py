@@ -1,7 +1,7 @@
 """What a `context()` call will read, named before it reads (`Storage.prefetch`).
 
 A backend whose every read is a round trip (PostgreSQL) fetches all of it with one
-statement: the journal head and the weights, the pinned tier's entries, the first
+statement: the journal head, the import marker (`Engine.view_state`) and the weights, the pinned tier's entries, the first
 entries of each outcomes prefix (newest first), every entry of each frame prefix,
 and the heads those entries name when they are few enough to join (`JOIN_AT_MOST`),
 which are the heads the call renders when its budget keeps every candidate. A call
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..records import HEAD_PREFIX, ID_SIZE, META_JOURNAL, META_WEIGHTS
+from ..records import HEAD_PREFIX, ID_SIZE, META_IMPORT, META_JOURNAL, META_WEIGHTS
 from ..storage import Reads
 from . import actor_obj, frame, pinned
 
@@ -39,5 +39,5 @@ def context_reads(verb: int | None, objects: Iterable[tuple[int, str]], *, pinne
             newest = [(actor_obj.prefix(verb, ref), NEWEST_FIRST) for ref in sorted({ref for _, ref in objects})]
         if frames:
             scans += [frame.prefix(verb, kind, ref) for kind, ref in objects]
-    return Reads(gets=(META_JOURNAL, META_WEIGHTS), scans=tuple(scans), newest=tuple(newest),
+    return Reads(gets=(META_JOURNAL, META_IMPORT, META_WEIGHTS), scans=tuple(scans), newest=tuple(newest),
                  joined=(HEAD_PREFIX, ID_SIZE, JOIN_AT_MOST))
