@@ -20,8 +20,10 @@ SECRET2 = "Wm3Rx8Tq1Zp5Ny7Kb2Vd9Hc4Lf6Gs0Ja"
 
 
 def _files_hold(folder: Path, text: str) -> list[str]:
-    needle = text.encode()
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and needle in p.read_bytes())
+    """The files holding `text`, as written or case-folded (the lexical index's terms)."""
+    needles = (text.encode(), text.lower().encode())
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
+                  if p.is_file() and any(n in p.read_bytes() for n in needles))
 
 
 def _fill(c: cortex.Cortex) -> tuple[str, str]:
