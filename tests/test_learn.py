@@ -324,3 +324,22 @@ def test_the_fingerprint_carries_the_active_artifacts_and_the_thresholds(store):
     store.learn(params=LearnParams(max_gap=1))
     rows = store.export_fingerprint()["fingerprint"]["compiler_state"]["adapted_parameters"]
     assert {r["parameter"]: r["delta"] for r in rows}["learn.max_gap"] == 1 - DEFAULT.max_gap
+
+
+def test_withdrawn_evidence_archives_and_nothing_is_deleted(store):
+    uris = store.ingest_hmx(hmx_events(WORKED))
+    store.learn()
+    playbook = next(f for f in store.artifact_forms("failure_playbook") if f["content"]["failure_pattern"].startswith(label("test")))
+    for uri in uris:
+        m = store.resolve(uri)
+        if m.type == cortex.MemoryType.EVENT and m.data.outcome == "failure" and m.data.counterparty == "test":
+            store.tombstone(uri, "the flaky runner was misconfigured")
+    report = store.learn()
+    assert report.archived == []  # an incremental learn reads each event once
+    assert any("run learn(full=True)" in p for p in store.verify())
+    report = store.learn(full=True)
+    assert playbook["artifact_id"] in report.archived
+    archived = {f["artifact_id"]: f for f in store.artifact_forms(status="archived")}
+    assert archived[playbook["artifact_id"]]["content_hash"] == playbook["content_hash"]
+    assert store.resolve(playbook["memory_uri"]).data.statement == playbook["summary"]
+    assert store.verify() == []
