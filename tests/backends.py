@@ -1,19 +1,14 @@
 """pytest plugin: the engine's test suites run again on PostgreSQL, unchanged.
 
 The suites (tests/test_store.py, test_context.py, ...) open stores at directory paths
-through `cortex.open`. To run one of them on PostgreSQL, a module
-`tests/test_backends_<suite>.py` collects the suite's tests a second time and asks for
-the `postgresql_stores` fixture:
+through `cortex.open`. Every suite named in `ON_POSTGRESQL` below is collected twice:
+once as itself (RocksDB) and once more as a module node `<file>[postgresql]` whose
+tests ask for the `postgresql_stores` fixture. So the backend is a property of the
+collected module, chosen here in one list, and `pytest tests/test_store.py` runs the
+suite on both backends.
 
-    import pytest
-
-    from test_store import *  # noqa: F403 - the suite's tests and fixtures, collected again here
-
-    pytestmark = pytest.mark.usefixtures("postgresql_stores")
-    ROCKSDB_ONLY = {"test_name": "why it cannot run on PostgreSQL", ...}
-
-While that module's tests run, `cortex.open` (and `cortex.facade.open`) maps every
-directory path to a PostgreSQL store of its own: a schema per path
+While a `[postgresql]` module's tests run, `cortex.open` (and `cortex.facade.open`)
+maps every directory path to a PostgreSQL store of its own: a schema per path
 (`cx_<sha256 of the absolute path>`) in the session's throwaway database (`pg_dsn`,
 tests/pgfixture.py), reached through the DSN option `-csearch_path=<schema>`. So the
 same path is the same store again (reopening, `mode="r"` beside the writer), two
@@ -22,29 +17,24 @@ handle's `path` is that DSN, which a child process can open directly. Anything t
 is not a usable path (None, an int, "", a NUL, a name longer than open() takes) is
 passed through unchanged, so validation errors are the ones RocksDB tests see.
 
-Why a second module instead of a parametrised fixture on the suite's own module: a
-suite's module-scoped store fixtures (tests/test_reliability_input.py's `world`)
-would be built once and shared by both parameters; collected again in another
-module, they are built again there, after the mapping is in place (`usefixtures`
-puts `postgresql_stores` first among the module's fixtures). The suites' files stay
-as they are, and a test added to a suite runs on both backends by itself. (No suite
-sets a module `pytestmark` today; one that does must have its marks added to the
-second module's `pytestmark`, which the `import *` would otherwise override.)
+Why a second module node instead of a parametrised fixture: a suite's module-scoped
+store fixtures (tests/test_reliability_input.py's `world`) would be built once and
+shared by both parameters; under a module node of its own they are built again, after
+the mapping is in place (`usefixtures` puts `postgresql_stores` first among the
+module's fixtures).
 
-Tests that cannot run on PostgreSQL (they copy store directories, flip bytes in SST
-files, or hand a directory path to a child process) are skipped there with a reason:
-listed in the module's `ROCKSDB_ONLY` dict, or marked `@pytest.mark.rocksdb_only(reason)`
-in the suite itself. Slow tests that open no store at all (parsers fuzzed with
-Hypothesis) are listed in the module's `NO_STORE` set and skipped there too: they
-would only run the same code again.
+Marks in the suites say what does not run on PostgreSQL, beside the test:
+`@pytest.mark.rocksdb_only(reason)` for tests that need RocksDB's files (they copy
+store directories, flip bytes in SST files, or hand a directory path to a child
+process), and `@pytest.mark.no_store` for slow tests that open no store at all
+(parsers fuzzed with Hypothesis), which would only run the same code again.
 
 Two more things the mapping does, both for RocksDB-only calls some suites make:
 a mapped handle's storage gets a no-op `flush()` (RocksDB moves its memtable to SST
 files; PostgreSQL has nothing to flush), and handles a test leaves open are closed
 after its call (each holds server connections; the server takes about a hundred).
 
-Registered with `pytest_plugins = ["backends"]` (tests/conftest.py, or the modules
-above until it is listed there).
+Registered with `pytest_plugins = ["backends"]` in tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -53,6 +43,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -143,28 +134,70 @@ def postgresql_stores(pg_dsn: str) -> Iterator[PgStores]:
         stores.close()
 
 
+# The suites that run a second time on PostgreSQL, as paths under the rootdir's tests/.
+ON_POSTGRESQL = frozenset({
+    "interop/test_interop_seeds_contextos.py",
+    "interop/test_interop_seeds_events.py",
+    "interop/test_interop_seeds_fingerprint.py",
+    "interop/test_interop_seeds_pack.py",
+    "test_context.py",
+    "test_edges.py",
+    "test_erase.py",
+    "test_find_validation.py",
+    "test_import_in_progress.py",
+    "test_learn.py",
+    "test_natural_keys.py",
+    "test_provenance.py",
+    "test_query.py",
+    "test_recall.py",
+    "test_reliability_concurrency.py",
+    "test_reliability_input.py",
+    "test_salience.py",
+    "test_scope.py",
+    "test_scope_oracles.py",
+    "test_store.py",
+})
+
+POSTGRESQL = "postgresql"
+
+
+class OnPostgreSQL(pytest.Module):
+    """A suite's module collected a second time: its tests run on PostgreSQL stores."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "rocksdb_only(reason): the test needs RocksDB's files; skipped where a suite runs on PostgreSQL")
+    config.addinivalue_line(
+        "markers", "no_store: the test opens no store; run once, not again where a suite runs on PostgreSQL")
+
+
+@pytest.hookimpl(trylast=True)  # after the suite's own module, so RocksDB runs first
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    """The second collection of a suite named in ON_POSTGRESQL."""
+    try:
+        name = file_path.relative_to(parent.config.rootpath / "tests").as_posix()
+    except ValueError:
+        return None
+    if name not in ON_POSTGRESQL:
+        return None
+    module: pytest.Module = OnPostgreSQL.from_parent(
+        parent, path=file_path, nodeid=f"{parent.nodeid}/{file_path.name}[{POSTGRESQL}]".lstrip("/"))
+    module.add_marker(pytest.mark.usefixtures("postgresql_stores"))
+    return module
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Skip, on PostgreSQL, the tests its module lists in ROCKSDB_ONLY or NO_STORE, or
-    marked rocksdb_only."""
+    """Skip, on PostgreSQL, the tests marked rocksdb_only or no_store."""
     for item in items:
-        module = getattr(item, "module", None)
-        listed: dict[str, str] | None = getattr(module, "ROCKSDB_ONLY", None)
-        if listed is None:
+        if item.getparent(OnPostgreSQL) is None:
             continue
-        name = getattr(item, "originalname", item.name)
         marker = item.get_closest_marker("rocksdb_only")
-        if name in listed:
-            item.add_marker(pytest.mark.skip(reason=f"not on PostgreSQL (RocksDB only): {listed[name]}"))
-        elif name in getattr(module, "NO_STORE", ()):
-            item.add_marker(pytest.mark.skip(reason="not on PostgreSQL: opens no store, the same on every backend"))
-        elif marker is not None:
+        if marker is not None:
             reason = marker.args[0] if marker.args else "needs RocksDB's files"
             item.add_marker(pytest.mark.skip(reason=f"not on PostgreSQL (RocksDB only): {reason}"))
+        elif item.get_closest_marker("no_store") is not None:
+            item.add_marker(pytest.mark.skip(reason="not on PostgreSQL: opens no store, the same on every backend"))
 
 
 @pytest.hookimpl(wrapper=True)

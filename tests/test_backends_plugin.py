@@ -46,38 +46,38 @@ def test_a_path_is_one_store_of_its_own(tmp_path, pg_dsn) -> None:
         stores.close()
 
 
-def test_skip_lists_apply_to_the_postgresql_module_only(pytester: pytest.Pytester, monkeypatch) -> None:
+def test_a_listed_suite_runs_twice_and_its_marks_skip_on_the_postgresql_side_only(pytester: pytest.Pytester, monkeypatch) -> None:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), str(TESTS.parent), os.environ.get("PYTHONPATH", "")]))
-    pytester.makepyfile(
-        suite_x=textwrap.dedent('''
-            import pytest
+    tests = pytester.path / "tests"
+    tests.mkdir()
+    (tests / "test_suite_x.py").write_text(textwrap.dedent('''
+        import pytest
 
-            def test_plain():
-                pass
+        def test_plain():
+            pass
 
-            def test_listed():
-                pass
+        @pytest.mark.no_store
+        def test_parser():
+            pass
 
-            def test_parser():
-                pass
+        @pytest.mark.rocksdb_only("needs SST files")
+        def test_marked():
+            pass
+    '''))
+    (tests / "test_suite_y.py").write_text("def test_only_once():\n    pass\n")
+    pytester.makeconftest(textwrap.dedent('''
+        import backends
 
-            @pytest.mark.rocksdb_only("needs SST files")
-            def test_marked():
-                pass
-        '''),
-        test_suite_x="from suite_x import *",
-        test_backends_suite_x=textwrap.dedent('''
-            from suite_x import *
-
-            ROCKSDB_ONLY = {"test_listed": "copies the folder"}
-            NO_STORE = {"test_parser"}
-        '''),
-    )
-    pytester.makeconftest('pytest_plugins = ["backends"]')
-    result = pytester.runpytest_subprocess("-rs", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=5, skipped=3)
+        pytest_plugins = ["pgfixture", "backends"]
+        backends.ON_POSTGRESQL = backends.ON_POSTGRESQL | {"test_suite_x.py"}
+    '''))
+    result = pytester.runpytest_subprocess("-rs", "-p", "no:cacheprovider", "-v", "tests")
+    result.assert_outcomes(passed=5, skipped=2)
     result.stdout.fnmatch_lines_random([
-        "*not on PostgreSQL (RocksDB only): copies the folder*",
+        "*tests/test_suite_x.py::test_plain PASSED*",
+        "*tests/test_suite_x.py[[]postgresql[]]::test_plain PASSED*",
+        "*tests/test_suite_x.py[[]postgresql[]]::test_marked SKIPPED*",
         "*not on PostgreSQL (RocksDB only): needs SST files*",
         "*not on PostgreSQL: opens no store, the same on every backend*",
     ])
+    assert "test_suite_y.py[postgresql]" not in result.stdout.str()

@@ -296,6 +296,7 @@ def test_learning_again_without_new_events_writes_nothing(store):
     assert store.root() == root
 
 
+@pytest.mark.no_store
 def test_defaults_are_one_frozen_value():
     with pytest.raises(AttributeError):
         DEFAULT.max_gap = 3  # type: ignore[misc]

@@ -82,6 +82,7 @@ def test_bad_provenance_is_refused_and_writes_nothing(store, kwargs, field, rule
     assert store.root() == before
 
 
+@pytest.mark.no_store
 def test_origin_checks_its_fields():
     with pytest.raises(ValidationError) as info:
         Origin(event_id="")
@@ -157,6 +158,7 @@ def test_export_import_keeps_provenance(tmp_path):
 _texts = st.one_of(st.none(), st.text(min_size=1, max_size=20).filter(lambda s: s.strip() != ""))
 
 
+@pytest.mark.no_store
 @settings(max_examples=60, deadline=None)
 @given(occurred=st.one_of(st.none(), st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(9000, 1, 1),
                                                     timezones=st.just(timezone.utc))),

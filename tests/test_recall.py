@@ -39,6 +39,7 @@ VOCAB = ["billing", "bills", "database", "databases", "Postgres", "running", "ru
 # The analyzer
 
 
+@pytest.mark.no_store
 def test_the_analyzer_folds_case_splits_words_drops_stop_words_and_stems():
     assert terms.terms(["The Users' DATABASES are running; gpu_inference at 10:30!"]) == [
         "user", "databas", "run", "gpu", "infer", "10", "30"]
@@ -51,6 +52,7 @@ def test_the_analyzer_folds_case_splits_words_drops_stop_words_and_stems():
     assert terms.SETTINGS.startswith("cortex.lexical.v1 ")
 
 
+@pytest.mark.no_store
 def test_a_memory_is_indexed_by_every_string_of_its_data_and_its_tags():
     data = Preference(topic="cuisine", polarity="prefer", value="Italian", rationale="loves pasta")
     freqs, length = terms.counts(data.to_record(), ["food"])

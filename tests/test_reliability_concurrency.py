@@ -77,6 +77,7 @@ def _check_calls(calls, roots: dict[str, int], who: str) -> list[str]:
     return problems
 
 
+@pytest.mark.rocksdb_only('the helper processes are given directory paths (tests/test_backends_leases.py has the PostgreSQL readers)')
 def test_writer_process_and_two_reader_processes(tmp_path, request):
     batches = 250
     store = tmp_path / "store"
@@ -241,6 +242,7 @@ except Exception as exc:
 """
 
 
+@pytest.mark.rocksdb_only('the child process is given the directory path (tests/test_backends_leases.py has two writer processes)')
 def test_second_writer_process_gets_store_locked(tmp_path):
     store = tmp_path / "store"
     with cortex.open(store, actor=ACTOR) as c:

@@ -210,6 +210,7 @@ token_like = st.tuples(st.just(2) | st.just(1) | hostile_msgpack, scope_like.map
                        st.just("parent") | hostile_msgpack, st.binary(min_size=64, max_size=64) | hostile_msgpack).map(list)
 
 
+@pytest.mark.no_store
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(st.binary(max_size=300), hostile_msgpack.map(lambda v: msgpack.packb(v, use_bin_type=True)),
                  token_like.map(lambda v: msgpack.packb(v, use_bin_type=True))))
@@ -218,6 +219,7 @@ def test_fuzzed_bytes_raise_scope_invalid_only(raw):
         SignedScope.from_bytes(raw)
 
 
+@pytest.mark.no_store
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.text(max_size=200), hostile.map(lambda v: json.dumps(v, default=repr)), st.binary(max_size=50)))
 def test_fuzzed_json_raises_scope_invalid_only(text):
@@ -630,6 +632,7 @@ def _reader(path, tokens: dict[str, bytes], uris: list[str]) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.rocksdb_only('the child process is given the directory path')
 def test_refusals_from_a_reader_in_another_process(tmp_path):
     clock = FakeClock()
     with open_store(tmp_path / "s", clock=clock, actor=ACTOR) as c, open_store(tmp_path / "o", clock=clock, actor="agent-2") as o:

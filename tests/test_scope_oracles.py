@@ -171,6 +171,7 @@ def test_a_scope_works_only_on_the_store_it_was_granted_for(tmp_path):
         b.close()
 
 
+@pytest.mark.rocksdb_only("removes the id with RocksDB's own storage layer")
 def test_a_store_made_before_store_ids_gets_one_from_its_first_writer(tmp_path):
     from cortex.records import META_STORE_ID
     from cortex.storage.rocksdb import open_rocksdb

@@ -945,6 +945,7 @@ def test_writes_through_a_read_view_raise_read_only_store(store):
         assert r.resolve(uri).data == fact(1)
 
 
+@pytest.mark.rocksdb_only("a PostgreSQL database holds many actors: another actor's open() is another store, not a mismatch")
 def test_open_under_another_actor_raises_actor_mismatch(tmp_path, clock):
     path = tmp_path / "s"
     with open_store(path, clock) as s:
@@ -992,6 +993,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
+@pytest.mark.rocksdb_only('the child process is given the directory path (tests/test_backends_leases.py kills PostgreSQL writers)')
 def test_acknowledged_writes_survive_a_killed_process(tmp_path):
     path = tmp_path / "s"
     result = run_python(KILLED_CHILD, str(path), ACTOR, cwd=tmp_path)

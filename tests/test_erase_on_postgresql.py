@@ -1,16 +1,7 @@
-"""tests/test_erase.py again, on PostgreSQL (the mapping: tests/backends.py)."""
-
-import pytest
+"""erase() on PostgreSQL: the erased rows leave the table files. (tests/test_erase.py runs
+on both backends through tests/backends.py; this test reads the server's own files.)"""
 
 import cortex
-
-from test_erase import *  # noqa: F403 - the suite's tests and fixtures, collected again here
-
-pytest_plugins = ["pgfixture", "backends"]  # no-ops once tests/conftest.py lists them
-
-pytestmark = pytest.mark.usefixtures("postgresql_stores")  # first among the module's fixtures
-
-ROCKSDB_ONLY: dict[str, str] = {}  # the suite marks its RocksDB-only test itself
 
 
 def test_on_postgresql_the_erased_rows_leave_the_table_files(pg_server, pg_actor):
