@@ -1,4 +1,4 @@
-"""Edges: typed relations between memories (DESIGN §15).
+"""Edges: typed relations between memories (docs/edges.md).
 
     new = c.write(Fact(statement="GPU lease is 2.10 USD/h", ...), supersedes=[old])
     c.link(report_a, "contradicts", report_b)

@@ -163,7 +163,7 @@ __all__ += ["MalformedEvent", "UnsupportedHMXVersion", "FingerprintIntegrityErro
 
 class ScopeInvalid(ValidationError):
     """A scope that cannot be used: malformed, not signed under a key the store
-    trusts now, or issued for another store (DESIGN §7). Nothing is returned."""
+    trusts now, or issued for another store (docs/scopes.md). Nothing is returned."""
 
 
 class ScopeRevoked(ScopeInvalid):

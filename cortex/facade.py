@@ -302,7 +302,7 @@ class Cortex:
         _erasure.erase(self._engine, uri, reason)
 
     def attest(self, cited: Iterable[str], outcome: str, reason: str | None = None) -> None:
-        """Feedback on memories an agent relied on (DESIGN §5).
+        """Feedback on memories an agent relied on (docs/context.md).
 
         `outcome` "success" adds a citation and an access to each cited memory;
         "failure" with reason "factual_error" or "wrong_assumption" takes a citation
@@ -412,7 +412,7 @@ class Cortex:
         the counts of the memories in it, without journal length and root."""
         return _reads.stats(self._engine, scope)
 
-    # -- edges (DESIGN §15) -------------------------------------------------------
+    # -- edges (docs/edges.md) -------------------------------------------------------
 
     def link(self, src: str, edge_type: EdgeType | str, dst: str, weight: float = 1.0) -> Edge:
         """Link memory `src` to `dst` with a typed edge (`EdgeType` or its name, e.g.
@@ -431,7 +431,7 @@ class Cortex:
         (`NotFound` as for a missing one) and only edges to memories in it are listed."""
         return _edges.edges(self._engine, uri, direction, types, include_tombstoned, scope)
 
-    # -- interop (DESIGN §9) ---------------------------------------------------------
+    # -- interop (docs/interop.md) ---------------------------------------------------------
 
     def ingest_hmx(self, events: Iterable[Mapping[str, Any]] | str | os.PathLike[str]) -> list[str]:
         """Ingest HMX-1.0 events (dicts, or a JSON Lines file) as memories; idempotent
@@ -474,7 +474,7 @@ class Cortex:
         several, one of which must have signed the file."""
         return _jsonl.import_jsonl(self._engine, path, trust_records=trust_records, signed_by=signed_by)
 
-    # -- scopes (DESIGN §7) -------------------------------------------------------
+    # -- scopes (docs/scopes.md) -------------------------------------------------------
 
     def trust(self, public_key: Any, name: str) -> None:
         """Trust an Ed25519 public key (an `Ed25519PublicKey` or its raw 32 bytes) to

@@ -8,7 +8,7 @@ the medium does not show whole; it is rendered live when asked for, but its toke
 count is computed at write time so that `context(form="full")` can trim without the
 tokenizer.
 
-The templates are DESIGN §4's, with three refinements so that a form reads as a
+The templates are docs/context.md's, with three refinements so that a form reads as a
 sentence: the count of an empty list is left out (no `wallets=0`, `artifacts=0`,
 `derived from 0`); a Constraint whose statement already opens with its polarity
 (`prefer ...`) or, for "dont" and "avoid", with a negation (`never ...`) does not get
@@ -126,7 +126,7 @@ def constraint_text(polarity: str, statement: str) -> str:
 
 
 def render_short_medium(data: MemoryData) -> tuple[str, str]:
-    """The short form and the medium form (untruncated) of `data`, per the §4 templates."""
+    """The short form and the medium form (untruncated) of `data`, per the templates in docs/context.md."""
     match data:
         case Identity():
             short = f"{data.name} ({data.did})" if data.did else data.name

@@ -138,7 +138,7 @@ class ObjKind(enum.IntEnum):
 
 
 class EdgeType(enum.IntEnum):
-    """The typed relations between two memories (DESIGN §15). `supersedes` (the
+    """The typed relations between two memories (docs/edges.md). `supersedes` (the
     source replaces the destination, which `context()` and `find()` then leave out)
     and `contradicts` (`Bundle.conflicts`) change what the reads return; the others
     are recorded and listed by `Cortex.edges()`."""
@@ -185,7 +185,7 @@ class Tier(enum.Enum):
     FRAME_RELEVANT = "frame_relevant"
 
 
-# The closed value sets of the data classes' choice fields (DESIGN §2).
+# The closed value sets of the data classes' choice fields (docs/data-model.md).
 POLARITIES = ("prefer", "avoid", "neutral", "do", "dont")
 STANCES = ("believe", "doubt", "suspect")
 EVENT_KINDS = ("intent_completed", "intent_failed", "payment", "dispatch", "observation", "interaction")

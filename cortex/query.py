@@ -1,4 +1,4 @@
-"""`find()`: bounded queries over one type or a set of tags (DESIGN §8).
+"""`find()`: bounded queries over one type or a set of tags (docs/data-model.md).
 
     c.find(type="Goal", where=("eq", "status", "active"), limit=10)
     c.find(tags=["style", "ops"], where=("and", ("gte", "strength", 0.5),

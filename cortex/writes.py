@@ -1,5 +1,5 @@
 """The write path: write, write_many, update, update_head, tombstone, attest, and the
-journaled scope records: trust, untrust, revoke and scope violations (DESIGN §7).
+journaled scope records: trust, untrust, revoke and scope violations (docs/scopes.md).
 
 Every call validates all of its input before it takes the write lock, then builds
 one batch of puts and deletes (canonical records, derived index entries, salience,
@@ -327,7 +327,7 @@ def tombstone(e: Engine, uri: str, reason: str) -> None:
 
 
 def attest(e: Engine, cited: Iterable[str], outcome: str, reason: str | None = None) -> None:
-    """Feedback on memories an agent relied on (DESIGN §5); see `Cortex.attest`."""
+    """Feedback on memories an agent relied on (docs/context.md); see `Cortex.attest`."""
     e.check_writable()
     if isinstance(cited, (str, bytes)) or not isinstance(cited, Iterable):
         raise ValidationError("cited", "must be a list of URIs", cited)

@@ -1,4 +1,4 @@
-"""The two backends hold the same bytes (DESIGN §12: "Keys and values are the same bytes
+"""The two backends hold the same bytes (docs/postgresql.md: "Keys and values are the same bytes
 on every backend"): a RocksDB store and a PostgreSQL store given the same calls, the
 same clock and the same entropy hold the same keys and values and the same `root()`,
 and answer reads the same."""

@@ -1,4 +1,4 @@
-"""One writer per actor on PostgreSQL, across processes (DESIGN §10, §12): the lease.
+"""One writer per actor on PostgreSQL, across processes (docs/operations.md, docs/postgresql.md): the lease.
 
 * Two writer processes for one actor: exactly one holds the lease, the other gets
   `StoreLocked`.

@@ -1,4 +1,4 @@
-"""The `cortex` command line (DESIGN §14): every command through the real entry points
+"""The `cortex` command line (docs/cli.md): every command through the real entry points
 (the `cortex` script and `python -m cortex`, in subprocesses) on temporary stores,
 output parsed and exit codes checked; bad input exits 2 with one line
 `cortex: <ErrorClass>: <message>` and no traceback.

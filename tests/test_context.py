@@ -1,4 +1,4 @@
-"""Tests of `context()` and the `Bundle` (DESIGN §1, §5, §6).
+"""Tests of `context()` and the `Bundle` (docs/data-model.md, docs/context.md).
 
 Every test runs against a real RocksDB store in a temporary directory, on an
 injected clock and with reproducible ids. The helpers here are prefixed `ctx_`
@@ -90,7 +90,7 @@ def survivors(b: cortex.Bundle) -> list[cortex.Memory]:
 
 
 def expected_trim(b: cortex.Bundle, budget: int) -> tuple[list[str], int]:
-    """The drop order (ids) and the kept token total that §6 step 6 prescribes for the
+    """The drop order (ids) and the kept token total that docs/context.md (step 6) prescribes for the
     candidates, scores and tokens a bundle reports."""
     order = sorted(b.scores, key=lambda i: (b.scores[i], i))
     total = sum(b.tokens[i] for i in order)
@@ -104,7 +104,7 @@ def expected_trim(b: cortex.Bundle, budget: int) -> tuple[list[str], int]:
 
 
 def design_score(record: cortex.Score, now: datetime, w: cortex.Weights, floor: bool) -> float:
-    """The live score of DESIGN §5, computed independently of the engine."""
+    """The live score of docs/context.md, computed independently of the engine."""
     age = max(0.0, (now - record.last_used).total_seconds())
     r = math.exp(-age / (90 * 86400))
     a = min(1.0, math.log(1 + record.access_count) / math.log(1001))
@@ -1013,7 +1013,7 @@ def test_property_random_stores(specs, opts, later):
             assert len(kept) + b.trimmed == b.candidates
             assert set(kept_ids) <= set(b.scores)
 
-            # Tier membership, from a model of §6.
+            # Tier membership, from a model of docs/context.md.
             tiers = set(Tier) if opts["include_tiers"] is None else set(opts["include_tiers"])
             live = [w for w in written if not w[2]["tombstone"] and (w[4] is None or w[4] > now)]
             verb = opts["verb"]

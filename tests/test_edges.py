@@ -1,4 +1,4 @@
-"""Edges between memories (DESIGN §15): link / unlink / edges, the `supersedes` sugar
+"""Edges between memories (docs/edges.md): link / unlink / edges, the `supersedes` sugar
 of write(), what context() and find() do with superseded and contradicting memories,
 verify() and rebuild() over edges, and the full export's round trip."""
 

@@ -1,4 +1,4 @@
-"""Forms and tokens (DESIGN §4): per-type templates rendered at write time, token
+"""Forms and tokens (docs/context.md): per-type templates rendered at write time, token
 counts of cl100k_base from local files, cuts at 50 / 200 tokens ending in "…" and
 UTF-8 safe, no network, and a lazily loaded tokenizer."""
 
@@ -63,7 +63,7 @@ def test_limits_are_the_documented_ones():
 
 
 # ---------------------------------------------------------------------------
-# Templates (DESIGN §4 table), checked on what the store keeps
+# Templates (docs/context.md table), checked on what the store keeps
 
 AT = datetime(2024, 3, 5, 6, 7, 8, tzinfo=UTC)
 

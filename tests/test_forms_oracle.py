@@ -1,6 +1,6 @@
 """The forms of every memory type, checked against text written out by hand.
 
-DESIGN §4 gives one template per type; `cortex.forms` adds three refinements (an
+docs/context.md gives one template per type; `cortex.forms` adds three refinements (an
 empty list's count is left out, a Constraint's polarity is not said twice, "dont"
 reads "don't") and the full form: the medium text, then one `field: value` line per
 non-empty field the medium does not show whole. Each case below writes a memory

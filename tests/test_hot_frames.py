@@ -7,7 +7,7 @@ partial ranking of the trim give exactly the bundle of a full scan and a full so
 them may change an answer: on random stores built to have hot objects shared by several
 queried objects, score ties, expiring and tombstoned memories, superseded and
 contradicting ones, learned weights and writes between calls, every bundle equals
-the bundle of the same call with no cache, and its trim equals the trim DESIGN §6
+the bundle of the same call with no cache, and its trim equals the trim docs/context.md
 states, recomputed here from the bundle's own scores and token counts.
 """
 
@@ -107,7 +107,7 @@ def _everything(b: cortex.Bundle) -> dict:
 
 
 def _design_trim(b: cortex.Bundle, reachable_size: int = 64) -> tuple[list[str], list[str], int]:
-    """DESIGN §6 step 6 on the bundle's own scores and tokens: drop the lowest
+    """docs/context.md step 6 on the bundle's own scores and tokens: drop the lowest
     (score, id) while over budget, keeping one. Returns the survivors' ids (as a
     set, sorted), the 64 best dropped (best first) and the token total."""
     order = sorted(b.scores, key=lambda i: (b.scores[i], i))
@@ -671,7 +671,7 @@ def test_the_count_share_table_agrees_with_the_formula_to_the_bit(counts, offset
     sparse_from=st.sampled_from([0, 4096]),
 )
 def test_live_scores_equal_the_design_formula_to_the_bit(rows, raw_weights, counted, stamps, into, sparse_from):
-    """DESIGN §5's expression, written plainly, against the in-place `live_scores`
+    """docs/context.md's expression, written plainly, against the in-place `live_scores`
     (counts past the share table's end included): the same bits, pinned floor too.
     `counted` keeps that many rows' access and citation counts and zeroes the rest
     (the sparse sums, taken at any size with `sparse_from` 0), `stamps` is the stamps' byte order (a decoded structured
@@ -957,7 +957,7 @@ def test_the_bounded_ranking_is_the_head_of_the_ranking_of_every_score(seed, siz
 def test_groups_are_bounded_only_where_opening_them_costs_less_than_scoring_every_row():
     """`bounded.worth_bounding` on a 60,000-row part, importances 0-10 in equal shares and
     last uses over a year: yes under weights like those the harness's stores learn
-    (importance 0.65: one group to open) and under DESIGN's default weights (a few),
+    (importance 0.65: one group to open) and under the default weights (docs/context.md) (a few),
     no with no weight on importance, where the groups' bounds all lie above what the
     best rows must score, nor on a third of the part under the default weights; and
     not on the first call on columns that writes made anew."""

@@ -1,4 +1,4 @@
-"""Ids (ULIDs) and URIs: DESIGN §2 ("IDs are ULIDs ...", "URIs are ...") and §1
+"""Ids (ULIDs) and URIs: docs/data-model.md ("IDs are ULIDs ...", "URIs are ...") and docs/data-model.md
 (write_many reads the clock once; ids ascend in item order)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`cortex.migrate(src, dst)` (DESIGN §12): a store copied between backends, both ways,
+"""`cortex.migrate(src, dst)` (docs/postgresql.md): a store copied between backends, both ways,
 byte for byte, checked at the end; streamed in bounded batches; refused into a store
 that holds anything; an interrupted copy named by verify() and completed by a rerun."""
 

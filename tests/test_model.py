@@ -1,4 +1,4 @@
-"""The memory model (DESIGN §1 "validated at the boundary", §2): the nine types,
+"""The memory model (docs/data-model.md: "validated at the boundary"): the nine types,
 closed sets, limits, validation errors that name the field and write nothing, and
 the round trip of every type through a store that is closed and reopened."""
 

@@ -1,4 +1,4 @@
-"""`find()`: bounded queries (DESIGN §8, the `where` / `order_by` / budget rules in
+"""`find()`: bounded queries (docs/data-model.md, the `where` / `order_by` / budget rules in
 the `cortex.query` docstring), its one writing form (`late_binding=True`, journaled),
 and a property test against a brute-force filter over `memories()`.
 

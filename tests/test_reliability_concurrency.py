@@ -1,4 +1,4 @@
-"""Concurrency (DESIGN §10): one writer process per store, `mode="r"` readers beside
+"""Concurrency (docs/operations.md): one writer process per store, `mode="r"` readers beside
 it, many reader threads inside one process, and `StoreLocked` for a second writer.
 
 Torn reads are detected by construction: the writer writes batch n as one

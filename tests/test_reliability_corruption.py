@@ -1,4 +1,4 @@
-"""Corruption (DESIGN §10: "A record that fails to decode raises `CorruptRecord`
+"""Corruption (docs/operations.md: "A record that fails to decode raises `CorruptRecord`
 naming the key; `verify()` ... returns the problems found, one line each;
 `rebuild()` recreates the derived keys").
 

@@ -1,4 +1,4 @@
-"""Crash safety (DESIGN §3 "a crash leaves either all of it or none of it", §10
+"""Crash safety (docs/architecture.md "a crash leaves either all of it or none of it", docs/operations.md
 "acknowledged writes survive a killed process").
 
 A writer subprocess (`reliability_helpers/crash_writer.py`) ingests memories into a

@@ -1,4 +1,4 @@
-"""Hostile input (DESIGN §1 "Everything a user passes in is validated at the
+"""Hostile input (docs/data-model.md "Everything a user passes in is validated at the
 boundary. Bad input raises a subclass of `cortex.CortexError` ... and writes
 nothing").
 

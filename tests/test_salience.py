@@ -1,5 +1,5 @@
-"""Salience feedback and learned weights: DESIGN §5 (`attest`, the salience record,
-learned weights), with the §3 rules that bind them (attest is journaled, changes the
+"""Salience feedback and learned weights: docs/context.md (`attest`, the salience record,
+learned weights), with the docs/architecture.md rules that bind them (attest is journaled, changes the
 root, rewrites index values in the same batch, and `rebuild()` replays it).
 
 Every test runs on a real RocksDB store in a temporary directory, with a clock that
@@ -58,7 +58,7 @@ def sal_weights_tuple(w: cortex.Weights) -> tuple[float, float, float, float]:
 
 
 def sal_profile(record: cortex.Score, now: datetime) -> tuple[float, float, float, float]:
-    """(R, A, C, D) of one salience record at `now`, straight from the §5 formulas."""
+    """(R, A, C, D) of one salience record at `now`, straight from the formulas in docs/context.md."""
     age_us = max(0, (now - record.last_used) // timedelta(microseconds=1))
     r = math.exp(-age_us / SAL_RECENCY_US)
     a = min(1.0, math.log(1 + record.access_count) / math.log(1001))
@@ -68,7 +68,7 @@ def sal_profile(record: cortex.Score, now: datetime) -> tuple[float, float, floa
 
 
 def sal_expected_weights(weights, records, now, outcome):
-    """The §5 learning rule, by hand: profile = mean (R, A, C, D) of the cited records
+    """The learning rule of docs/context.md, by hand: profile = mean (R, A, C, D) of the cited records
     (as they were before the attest) normalised to sum 1; each weight moves toward it
     by 0.05 of the gap on success, away from it on failure (clamped at 0); then the
     weights are renormalised to sum 1."""
@@ -162,7 +162,7 @@ def test_attest_success_adds_one_citation_and_one_access(sal_store, sal_clock):
 
 
 def test_a_successful_attest_is_a_use_it_sets_last_used(sal_store, sal_clock):
-    # DESIGN §5: a citation is a use, so last_used moves to the attest time.
+    # docs/context.md: a citation is a use, so last_used moves to the attest time.
     c = sal_store
     uri = c.write(sal_fact(1), importance=3)
     written_at = c.salience(uri).last_used

@@ -1,4 +1,4 @@
-"""Scopes (DESIGN §7): signed, expiring, budget-capped, revocable, leak-free views.
+"""Scopes (docs/scopes.md): signed, expiring, budget-capped, revocable, leak-free views.
 
 * the values: Selector / Scope validation, canonical bytes, scope_id, the token's
   bytes and JSON forms, malformed input (fuzzed) always `ScopeInvalid`;

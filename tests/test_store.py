@@ -1,4 +1,4 @@
-"""The store (DESIGN §1 write/read path, §3 storage, §5 salience, §10 concurrency):
+"""The store (docs/data-model.md write/read path, docs/architecture.md storage, docs/context.md salience, docs/operations.md concurrency):
 versions, index maintenance read from raw keys, salience records and scores, the
 journal and its root, rebuild / verify, the single writer and read-only views."""
 
@@ -89,7 +89,7 @@ def b8(n: int) -> bytes:
     return n.to_bytes(8, "big")
 
 
-# Keys built by hand from DESIGN §3.
+# Keys built by hand from docs/architecture.md.
 def frame_key(f: Frame, raw_id: bytes) -> bytes:
     return b"idx/frame/" + bytes([int(f.verb), int(f.kind)]) + xxhash.xxh3_128_digest(f.ref.encode()) + raw_id
 

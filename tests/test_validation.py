@@ -1,5 +1,5 @@
-"""Validation of the data classes and of frames and tags (DESIGN §1 "validated at the
-boundary", §2): every field of the nine data classes is checked by the rule it
+"""Validation of the data classes and of frames and tags (docs/data-model.md "validated at the
+boundary", docs/data-model.md): every field of the nine data classes is checked by the rule it
 declares, with the exact normalisation and error a user sees; list checks stop
 reading at the limit; frames are `Frame` objects only; and the README's call forms
 type-check under `mypy --strict`."""
@@ -59,7 +59,7 @@ from cortex.model import (
 UTC = timezone.utc
 PLUS2 = timezone(timedelta(hours=2))
 
-# The smallest valid value of each class: its required fields (DESIGN §2, in bold).
+# The smallest valid value of each class: its required fields (docs/data-model.md, in bold).
 MINIMAL = {
     Identity: {"name": "agent"},
     Fact: {"statement": "s", "subject": "a", "predicate": "p"},

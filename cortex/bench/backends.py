@@ -1,4 +1,4 @@
-"""The harness's figures on PostgreSQL, side by side with RocksDB (DESIGN §11, §12).
+"""The harness's figures on PostgreSQL, side by side with RocksDB (docs/performance.md, docs/postgresql.md).
 
 `run_postgresql(options, dsn, rocksdb_store)` is what `--backend postgresql --dsn DSN`
 runs: the workload store is built on RocksDB as usual (at `rocksdb_store`, reused when

@@ -18,7 +18,7 @@ the same `now`, and must give the same answer (asserted before anything is timed
   would write; same floats to the bit), trims and orders them exactly as cortex
   does, then fetches only the survivors' rows.
 
-Both follow DESIGN §6 step by step: dedup priority Pinned > Outcomes > FrameRelevant;
+Both follow docs/context.md step by step: dedup priority Pinned > Outcomes > FrameRelevant;
 tombstoned and expired candidates dropped; the pinned floor for members of an included
 pinned tier; global trim of the lowest (score, id) while over budget, keeping one;
 dropped memories as `reachable_uris` (at most 64) best first; Pinned and
@@ -133,7 +133,7 @@ class _Cand:
 
 
 def _trim_and_order(cands: list[_Cand], budget: int) -> tuple[list[list[_Cand]], list[str], int, int]:
-    """DESIGN §6 steps 6 and 8: drop the lowest (score, id) while the token total is
+    """docs/context.md steps 6 and 8: drop the lowest (score, id) while the token total is
     over the budget (always keeping one), then order the survivors per tier."""
     by_rank = sorted(cands, key=lambda x: (x.score, x.key))
     total = sum(x.tokens for x in cands)

@@ -1,4 +1,4 @@
-"""The fleet figure (DESIGN §12): worker processes composing contexts for many agents
+"""The fleet figure (docs/postgresql.md): worker processes composing contexts for many agents
 whose stores share one PostgreSQL database.
 
     report = run_fleet("postgresql://cortex@db:5432/fleet", FleetOptions())

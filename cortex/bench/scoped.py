@@ -2,7 +2,7 @@
 
     report["scoped"] = scoped.measure(c, queries)      # c: the workload store, mode "rw"
 
-Three scopes of the kinds a parent hands a sub-agent (DESIGN §7), each reused
+Three scopes of the kinds a parent hands a sub-agent (docs/scopes.md), each reused
 call after call as a sub-agent would, and a fourth that admits every memory:
 
 * `types`: Facts, Preferences, Beliefs and Events, without three common tags;
@@ -11,7 +11,7 @@ call after call as a sub-agent would, and a fourth that admits every memory:
   Preferences, without one tag;
 * `everything`: all nine types, without a tag no memory has: the same bundle as
   the unscoped call, so its latency against the unscoped one is the cost of the
-  scope checks alone (`overhead_ratio_p50`; DESIGN §11 asks for at most 1.10).
+  scope checks alone (`overhead_ratio_p50`; docs/performance.md asks for at most 1.10).
 
 The queries are taken in turn by the three scopes; each is run unscoped, under
 `everything` and under its scope, once untimed and then timed, back to back in a

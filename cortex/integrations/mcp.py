@@ -1,4 +1,4 @@
-"""An MCP server over a cortex store (DESIGN §13), on the official `mcp` SDK 2.x.
+"""An MCP server over a cortex store (docs/integrations.md), on the official `mcp` SDK 2.x.
 
     python -m cortex.integrations.mcp STORE [--actor A] [--read-only | --allow-erase] [--scope FILE]
     cortex mcp STORE [--actor A] [--read-only | --allow-erase] [--scope FILE]   (the CLI calls `serve`)

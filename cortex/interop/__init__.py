@@ -1,4 +1,4 @@
-"""Interop: moving memory between cortex and other systems (DESIGN §9).
+"""Interop: moving memory between cortex and other systems (docs/interop.md).
 
 One module per format, each a set of plain functions over public objects (a
 `cortex.Bundle`, a store handle, plain dicts); the `Bundle` and `Cortex` methods

@@ -1,6 +1,6 @@
 """Canonical JSON and SHA-256 helpers shared by every interop format.
 
-DESIGN §9 fixes one canonical form for everything that is hashed or compared byte
+docs/interop.md fixes one canonical form for everything that is hashed or compared byte
 for byte (fingerprints, packs, the ledger):
 
     json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -24,7 +24,7 @@ JSONDict = dict[str, Any]
 
 
 def canonical_json(value: object) -> bytes:
-    """The canonical JSON bytes of `value` (DESIGN §9)."""
+    """The canonical JSON bytes of `value` (docs/interop.md)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 

@@ -2,7 +2,7 @@
 
     pack = context_pack.build(bundle, intent="renew the GPU reservation")
 
-Every field of DESIGN §9's table is present (lists may be empty). The pack is a
+Every field of docs/interop.md's table is present (lists may be empty). The pack is a
 pure function of the bundle and the intent: `created_at` is the call's `now`, so a
 call with a fixed `now` on the same state gives the same bytes; `pack_id` is
 `"cp-"` and the first 32 hex digits of the SHA-256 of the canonical JSON of the

@@ -51,7 +51,7 @@ Statistics (live memories unless said otherwise):
   time is the gap between their `created_at`; `session_patterns` from the
   `hmx.session:` tags `ingest_hmx` writes (length = spread of `created_at`, in
   seconds).
-* `graph_digest`: the edges between memories (`cortex.edges`, DESIGN §15) as the
+* `graph_digest`: the edges between memories (`cortex.edges`, docs/edges.md) as the
   knowledge graph. Relations are the live edges (not unlinked) whose two ends are
   live memories; entities are the live memories at an end of a relation. Entity
   types are memory types, relation types edge types (lower-case names);
@@ -74,7 +74,7 @@ No wall clock: `created_at` (and the envelope's `exported_at`) is the newest
 `updated_at` of any memory (1970-01-01 for an empty store); `metadata.root` is the
 store's root. `fingerprint_id` is `fp-` and 32 hex digits of the SHA-256 of the
 fingerprint without its id and hash; `fingerprint_hash` and the envelope's
-`integrity_hash` follow DESIGN §9.
+`integrity_hash` follow docs/interop.md.
 
 Import verifies the envelope and both hashes first and refuses any mismatch
 (`FingerprintIntegrityError`) before writing anything (the hashes cover the

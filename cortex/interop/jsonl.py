@@ -1,4 +1,4 @@
-"""The full export: a whole store as JSON Lines, and its import (DESIGN §9).
+"""The full export: a whole store as JSON Lines, and its import (docs/interop.md).
 
     c.export_jsonl("agent.jsonl")          # any store, any backend
     fresh.import_jsonl("agent.jsonl")      # an empty store of the same actor

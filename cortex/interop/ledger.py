@@ -1,4 +1,4 @@
-"""The context ledger: the replay record of one `context()` call (DESIGN §9, seed 002).
+"""The context ledger: the replay record of one `context()` call (docs/interop.md, seed 002).
 
     record = ledger.build(bundle)
     assert ledger.verify(record)
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 __all__ = ["build", "verify", "snapshot_hash", "HASH_KEY"]
 
 HASH_KEY = "context_snapshot_hash"
-# How many trimmed memories `reachable_uris` lists at most (DESIGN §6).
+# How many trimmed memories `reachable_uris` lists at most (docs/context.md).
 _REACHABLE_LIMIT = 64
 
 

@@ -1,4 +1,4 @@
-"""One memory as JSON, the form `cortex write` reads and MCP's `remember` takes (DESIGN §14).
+"""One memory as JSON, the form `cortex write` reads and MCP's `remember` takes (docs/cli.md).
 
     {"type": "Fact",
      "data": {"statement": "A100 spot is 1.40 USD/h", "subject": "acme", "predicate": "price"},

@@ -1,4 +1,4 @@
-"""The JSON form of one memory (cortex.interop.memory_json, DESIGN §14)."""
+"""The JSON form of one memory (cortex.interop.memory_json, docs/cli.md)."""
 
 from __future__ import annotations
 

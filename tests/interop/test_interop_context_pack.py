@@ -1,4 +1,4 @@
-"""SecondBrain's ContextPackV2 built from bundles (seed 002, DESIGN §9)."""
+"""SecondBrain's ContextPackV2 built from bundles (seed 002, docs/interop.md)."""
 
 from __future__ import annotations
 

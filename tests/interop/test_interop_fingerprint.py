@@ -1,4 +1,4 @@
-"""HMX-1.0 fingerprints: export, import, integrity, tiers (seed 003, DESIGN §9)."""
+"""HMX-1.0 fingerprints: export, import, integrity, tiers (seed 003, docs/interop.md)."""
 
 from __future__ import annotations
 

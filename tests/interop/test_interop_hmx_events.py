@@ -1,4 +1,4 @@
-"""HMX-1.0 events ingested as memories (seed 001, DESIGN §9)."""
+"""HMX-1.0 events ingested as memories (seed 001, docs/interop.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""HMX-1.0 Context Packs built from bundles (seed 000, DESIGN §9)."""
+"""HMX-1.0 Context Packs built from bundles (seed 000, docs/interop.md)."""
 
 from __future__ import annotations
 

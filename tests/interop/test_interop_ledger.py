@@ -1,4 +1,4 @@
-"""The context ledger: the replay record of one context() call (DESIGN §9)."""
+"""The context ledger: the replay record of one context() call (docs/interop.md)."""
 
 from __future__ import annotations
 

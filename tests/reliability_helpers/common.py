@@ -5,7 +5,7 @@
 * `emit(config, line)`: print a summary line past pytest's output capture.
 * `split_journal_value(value)`: a raw `j/` value as (running root, entry bytes).
 * `journal_chain(c)`: the OverallRoot recomputed from the raw `j/` records with the
-  DESIGN §3 formula, independently of `cortex.journal`.
+  docs/architecture.md formula, independently of `cortex.journal`.
 * `FakeClock`: a clock that moves on by a fixed tick at every call.
 """
 
@@ -70,7 +70,7 @@ def journal_chain(c) -> tuple[int, str, list[str]]:
     """(last seq, root hex, every intermediate root hex) of the raw journal.
 
     root_0 = 32 zero bytes; root_n = sha256(b"cortex.journal.v1" + root_{n-1} +
-    entry_bytes_n) over the `j/<seq8>` records in key order (DESIGN §3). Raises
+    entry_bytes_n) over the `j/<seq8>` records in key order (docs/architecture.md). Raises
     AssertionError if the sequence numbers are not 1, 2, 3, ..., or an entry's seq
     is not its key's, or the running root stored with an entry is not the chain's.
     """
