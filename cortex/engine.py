@@ -19,6 +19,10 @@ readers-writer lock serialises writes and lets reads run together; every read th
 needs a consistent view of several keys holds the read side for its whole duration
 and runs inside the backend's `view()`. A follower (`mode="r"`) moves its view only
 in `refresh()`, under the write side of its own lock.
+
+Length: over the ~600 lines a module keeps to, on purpose: the shared state of an open
+store and the one write path every batch passes through (caches observe it, the journal
+chains it); the operations themselves live in their own modules.
 """
 
 from __future__ import annotations

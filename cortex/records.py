@@ -38,6 +38,9 @@ them are the named offsets `H_*` and `V_*`. Heads decode into tuples
 (`unpack_head`), every other record into lists. Every field of a stored head is decoded
 by one function in `HEAD_FIELDS`, used both by `Head.decode` (the write path and
 upkeep) and by the lazy `cortex.memory.Memory` (the read path).
+
+Length: over the ~600 lines a module keeps to, on purpose: every key layout and record
+format in one module, so that each is stated once.
 """
 
 from __future__ import annotations

@@ -92,6 +92,10 @@ in a batch raises before anything is read or written. Batches run one at a time 
 
 Over a store opened with `mode="r"` every read first catches up with the writer,
 TTLs are not refreshed, and writes raise `cortex.ReadOnlyStore`.
+
+Length: over the ~600 lines a module keeps to, on purpose: one BaseStore adapter:
+LangGraph's operations mapped one by one onto cortex calls, with the item encoding they
+share.
 """
 
 from __future__ import annotations

@@ -55,6 +55,10 @@ exporting it again gives the same bytes.
 
 Both directions stream: memory use is bounded by one memory's versions and one
 batch, whatever the store's size.
+
+Length: over the ~600 lines a module keeps to, on purpose: the export and the import are
+one format, written and read in one place: each check of the import mirrors a line the
+export writes.
 """
 
 from __future__ import annotations

@@ -95,6 +95,9 @@ YugabyteDB; `%s` are parameters, `[...]` parts are present or not):
 | `SELECT key FROM cortex_kv WHERE actor = %s AND key >= %s [AND key < %s] ORDER BY key DESC LIMIT 1` | `last_key` |
 | `SELECT CASE WHEN NOT pg_is_in_recovery() THEN 0 WHEN pg_last_wal_receive_lsn() IS NOT NULL AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp()) END` | `lag()`: PostgreSQL's own functions, the one statement the others may refuse (then the lag is None) |
 | `SET LOCAL lock_timeout = '10s'` and `SELECT holder, token FROM cortex_lease WHERE actor = %s FOR UPDATE` | resolving a commit whose outcome is unknown |
+
+Length: over the ~600 lines a module keeps to, on purpose: everything that knows SQL is
+here, so the statements, the lease and the view they run under can be read together.
 """
 
 from __future__ import annotations

@@ -23,6 +23,10 @@ shared ROCKSDB-NOTES that the code works around stated beside the code:
   catches up while the writer flushes, compacts or starts a new MANIFEST can keep a
   torn view (keys written long before missing from it), so when the writer's WAL set,
   MANIFEST or CURRENT changed meanwhile the instance is replaced by a fresh one.
+
+Length: over the ~600 lines a module keeps to, on purpose: everything that knows
+rocksdict or RocksDB is here by design, so each trap stays beside the code that works
+around it.
 """
 
 from __future__ import annotations
