@@ -9,6 +9,7 @@ for the same store state.
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import tracemalloc
@@ -56,6 +57,10 @@ def _calls(fn: Callable[[], object]) -> tuple[Counter[str], str]:
         elif event == "c_call":
             seen[getattr(arg, "__qualname__", repr(arg))] += 1
 
+    # A garbage collection that happens to run during the call would add its callbacks
+    # (pytest-benchmark's gc timer, ...) to the count: collect first and hold it off.
+    gc.collect()
+    gc.disable()
     sys.setprofile(profile)
     try:
         fn()
@@ -63,6 +68,7 @@ def _calls(fn: Callable[[], object]) -> tuple[Counter[str], str]:
         return seen, str(exc)
     finally:
         sys.setprofile(None)
+        gc.enable()
     return seen, ""
 
 
