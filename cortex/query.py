@@ -93,6 +93,21 @@ _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
 Predicate = Callable[[MemoryData], bool]
 
 
+
+def check_bounds(limit: int | None, budget_tokens: int | None, form: str | None) -> str:
+    """The rules every bounded query keeps (`find`, `find(near=...)`): a limit or a
+    budget, each at least 1, and a known form; returns the form (medium by default)."""
+    if limit is None and budget_tokens is None:
+        raise Unbounded("find", "give a limit or a budget_tokens")
+    if limit is not None:
+        check_int("limit", limit, lo=1, hi=2**31)
+    if budget_tokens is not None:
+        check_int("budget_tokens", budget_tokens, lo=1, hi=2**31)
+    form = form or "medium"
+    if form not in FORM_NAMES:
+        raise ValidationError("form", f"must be one of {', '.join(FORM_NAMES)}", form)
+    return form
+
 def _memory_type(value: object) -> MemoryType | None:
     if value is None or isinstance(value, MemoryType):
         return value
@@ -213,15 +228,7 @@ def find(e: Engine, *, type: Any, tags: Iterable[str], where: Any, order_by: str
         check_text("session", session, required=True, max_bytes=MAX_SESSION_BYTES)
     if mtype is None and not tag_list and session is None:
         raise TooBroad("find", "name a type, a session or at least one tag")
-    if limit is None and budget_tokens is None:
-        raise Unbounded("find", "give a limit or a budget_tokens")
-    if limit is not None:
-        check_int("limit", limit, lo=1, hi=2**31)
-    if budget_tokens is not None:
-        check_int("budget_tokens", budget_tokens, lo=1, hi=2**31)
-    form = form or "medium"
-    if form not in FORM_NAMES:
-        raise ValidationError("form", f"must be one of {', '.join(FORM_NAMES)}", form)
+    form = check_bounds(limit, budget_tokens, form)
     if order_by not in ORDERS:
         raise ValidationError("order_by", f"must be one of {', '.join(ORDERS)}", order_by)
     if order_by == "sequence" and session is None:

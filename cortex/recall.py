@@ -39,12 +39,11 @@ from typing import Any
 import numpy as np
 
 from .engine import Engine
-from .errors import StoreError, Unbounded, ValidationError
-from .forms import FORM_NAMES
+from .errors import StoreError, ValidationError
 from .index import by_type, entry, lexical, terms
 from .memory import Memory
-from .model import DATA_CLASSES, MemoryType, check_int, check_tags, to_micros
-from .query import Predicate, _memory_type, compile_where, field_rules
+from .model import DATA_CLASSES, MemoryType, check_tags, to_micros
+from .query import Predicate, _memory_type, check_bounds, compile_where, field_rules
 from .records import FLAG_SUPERSEDED, H_CREATED, H_EXPIRES, H_TOMBSTONE, H_TYPE, head_keys, unpack_head
 from .salience.score import live_scores
 from . import scoped
@@ -114,15 +113,7 @@ def find_near(e: Engine, *, near: object, type: Any, tags: Iterable[str], where:
     words = query_terms(near)
     mtypes = _memory_types(type)
     tag_list = check_tags(tags)
-    if limit is None and budget_tokens is None:
-        raise Unbounded("find", "give a limit or a budget_tokens")
-    if limit is not None:
-        check_int("limit", limit, lo=1, hi=2**31)
-    if budget_tokens is not None:
-        check_int("budget_tokens", budget_tokens, lo=1, hi=2**31)
-    form = form or "medium"
-    if form not in FORM_NAMES:
-        raise ValidationError("form", f"must be one of {', '.join(FORM_NAMES)}", form)
+    form = check_bounds(limit, budget_tokens, form)
     for name, flag in (("include_tombstoned", include_tombstoned), ("late_binding", late_binding),
                        ("include_superseded", include_superseded)):
         if not isinstance(flag, bool):
